@@ -1,0 +1,63 @@
+"""Configuration, read from ``OUTLAST_*`` environment variables and CLI flags.
+
+Every clock has its own setting: the transport (stream lifetime, keepalive), the worker
+lease (dead-worker detection) and, later, activity leases and budgets. They are never
+folded into one timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="OUTLAST_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="postgresql://… for Postgres; unset keeps everything in SQLite under data_dir",
+    )
+    data_dir: Path = Path(".outlast")
+    graphs_file: Path = Field(default=Path("langgraph.json"), description="langgraph.json")
+    graphs: list[str] = Field(default_factory=list, description="extra name=module:attr specs")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # Worker lease: detects dead workers, not slow operations.
+    worker_concurrency: int = Field(default=10, ge=1)
+    worker_lease_ttl: float = Field(default=30.0, gt=0)
+    worker_heartbeat: float = Field(default=10.0, gt=0)
+    reaper_interval: float = Field(default=5.0, gt=0)
+    queue_poll: float = Field(
+        default=5.0,
+        gt=0,
+        description="safety net only: workers are woken by NOTIFY, this bounds a lost one",
+    )
+    max_attempts: int = Field(default=3, ge=1)
+    shutdown_grace: float = Field(default=10.0, ge=0)
+    durability: Literal["sync", "async", "exit"] = "sync"
+
+    # Transport clock: one SSE connection.
+    stream_max_seconds: float = Field(default=600.0, gt=0)
+    stream_keepalive: float = Field(default=15.0, gt=0)
+    message_flush_interval: float = Field(
+        default=0.1, ge=0, description="model token chunks are coalesced into one event per interval"
+    )
+
+    max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    result_wait_max: float = Field(default=60.0, gt=0)
+    pool_min_size: int = Field(default=1, ge=1)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    def sqlite_paths(self) -> tuple[Path, Path]:
+        """The run store and the checkpoint store live in two files.
+
+        Two files, because aiosqlite gives each connection its own thread and write lock;
+        keeping checkpoints apart stops a long checkpoint write from blocking run acceptance.
+        """
+        return self.data_dir / "outlast.db", self.data_dir / "checkpoints.db"

@@ -1,0 +1,65 @@
+"""Errors that say whether retrying can help.
+
+Each error carries ``retryable``: a caller (a worker loop, an HTTP client, an operator)
+can decide what to do without parsing messages. The API maps them to RFC 9457 problems.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class OutlastError(Exception):
+    """Base class. ``status`` is the HTTP status the API answers with."""
+
+    retryable: ClassVar[bool] = False
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+
+
+class RunNotFound(OutlastError):
+    status = 404
+    title = "Run not found"
+
+
+class UnknownGraph(OutlastError):
+    status = 422
+    title = "Unknown graph"
+
+
+class IdempotencyKeyReused(OutlastError):
+    """The same Idempotency-Key came with another request body; nothing was created."""
+
+    status = 422
+    title = "Idempotency key reused with a different request"
+
+
+class InvalidCursor(OutlastError):
+    status = 400
+    title = "Invalid event cursor"
+
+
+class LeaseLost(OutlastError):
+    """This worker no longer holds the run: another worker (or the reaper) took it over.
+
+    Not retryable by the worker that sees it: the work now belongs to someone else, and
+    every write this worker attempts for the run is refused by the epoch fence.
+    """
+
+    status = 409
+    title = "Lease lost"
+
+
+class StoreUnavailable(OutlastError):
+    """The database could not be reached; the same call may succeed later."""
+
+    retryable = True
+    status = 503
+    title = "Store unavailable"
+
+
+class GraphLoadError(OutlastError):
+    """A graph named in langgraph.json (or --graph) could not be imported or built."""
+
+    status = 500
+    title = "Graph could not be loaded"

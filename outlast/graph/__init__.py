@@ -1,0 +1,1 @@
+"""outlast.graph."""

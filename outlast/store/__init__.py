@@ -1,0 +1,56 @@
+"""The store: runs, their events and leases, on Postgres or the embedded SQLite default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from outlast.config import Settings
+from outlast.store.base import (
+    TERMINAL,
+    Event,
+    EventDraft,
+    HeldRun,
+    Lease,
+    ListCursor,
+    NewRun,
+    Reaped,
+    Run,
+    RunStatus,
+    Store,
+)
+
+__all__ = [
+    "TERMINAL",
+    "Event",
+    "EventDraft",
+    "HeldRun",
+    "Lease",
+    "ListCursor",
+    "NewRun",
+    "Reaped",
+    "Run",
+    "RunStatus",
+    "Store",
+    "make_store",
+]
+
+
+def make_store(settings: Settings) -> Store:
+    """Postgres when a URL is configured, else SQLite under ``data_dir``. Not opened yet."""
+    url = settings.database_url
+    if url and url.startswith(("postgres://", "postgresql://")):
+        from outlast.store.postgres import PostgresStore
+
+        return PostgresStore(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+    if url and not url.startswith("sqlite:///"):
+        raise ValueError(
+            f"unsupported database URL {url!r}: use postgresql://… or sqlite:///path/file.db"
+        )
+    from outlast.store.sqlite import SqliteStore
+
+    if url:
+        # sqlite:///rel/file.db is relative, sqlite:////abs/file.db absolute (SQLAlchemy's rule)
+        path = Path(url.removeprefix("sqlite:///"))
+        return SqliteStore(path, path.with_suffix(".checkpoints.db"))
+    runs, checkpoints = settings.sqlite_paths()
+    return SqliteStore(runs, checkpoints)

@@ -1,0 +1,286 @@
+"""The Postgres store: the distributed engine.
+
+Many API and worker processes, on many machines, share one database. Runs are claimed
+with ``FOR UPDATE SKIP LOCKED``; leases are on database time (``now()``), never on a
+worker's clock; every worker write carries its lease epoch in the ``WHERE`` clause of the
+same statement that writes, so a fenced-off worker changes nothing. Each write that
+matters sends a ``NOTIFY`` inside its own statement, delivered at commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from outlast.errors import IdempotencyKeyReused, LeaseLost, StoreUnavailable
+from outlast.store.base import (
+    Event,
+    EventDraft,
+    HeldRun,
+    Lease,
+    ListCursor,
+    NewRun,
+    Reaped,
+    Run,
+    RunStatus,
+    Store,
+)
+from outlast.store.hub import Hub
+from outlast.store.pg_listen import Listener
+from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
+from outlast.store.sqlfiles import migrations, queries
+
+# Arbitrary constant: serializes migrations of concurrent `serve` processes.
+_MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
+
+Conn = psycopg.AsyncConnection[dict[str, Any]]
+
+
+class PostgresStore(Store):
+    backend = "postgres"
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, hub: Hub | None = None
+    ) -> None:
+        self.url = url
+        self.hub = hub or Hub()
+        self._q = queries("postgres")
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._listener: Listener | None = None
+        self._min_size = min_size
+        self._max_size = max_size
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Conn]:
+        if self._pool is None:
+            raise RuntimeError("PostgresStore.open() was not called")
+        return self._pool
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        # autocommit + dict rows is also what AsyncPostgresSaver requires, so the
+        # checkpointer shares this pool.
+        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            self.url,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            open=False,
+            name="outlast",
+        )
+        try:
+            await pool.open(wait=True, timeout=10)
+        except Exception as exc:
+            await pool.close()
+            raise StoreUnavailable(f"cannot connect to Postgres: {exc}") from exc
+        self._pool = pool
+        self._listener = Listener(self.url, self.hub)
+        await self._listener.start()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def migrate(self) -> list[str]:
+        applied: list[str] = []
+        async with self.pool.connection() as conn:
+            # Session-level lock: the checkpointer's own setup runs CREATE INDEX
+            # CONCURRENTLY, which cannot run inside a transaction.
+            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+            try:
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS outlast_migrations ("
+                    " version integer PRIMARY KEY, name text NOT NULL,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                cur = await conn.execute("SELECT version FROM outlast_migrations")
+                done = {row["version"] for row in await cur.fetchall()}
+                for m in migrations("postgres"):
+                    if m.version in done:
+                        continue
+                    async with conn.transaction():
+                        await conn.execute(m.sql.encode())
+                        await conn.execute(
+                            "INSERT INTO outlast_migrations (version, name) VALUES (%s, %s)",
+                            (m.version, m.name),
+                        )
+                    applied.append(f"{m.version:04d}_{m.name}")
+                await AsyncPostgresSaver(self.pool).setup()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+        return applied
+
+    async def ping(self) -> None:
+        try:
+            async with self.pool.connection(timeout=2) as conn:
+                await conn.execute("SELECT 1")
+        except Exception as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def checkpointer(self) -> AsyncPostgresSaver:
+        # One saver per run: AsyncPostgresSaver serializes all I/O of an instance behind
+        # one asyncio.Lock (langgraph#7259), so a shared saver would serialize all runs.
+        return AsyncPostgresSaver(self.pool)
+
+    async def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q[name], params)
+            if cur.description is None:
+                return []
+            return await cur.fetchall()
+
+    # -- acceptance and reads ----------------------------------------------------------
+
+    async def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        rows = await self._fetch(
+            "insert_run",
+            {
+                "id": new.id,
+                "principal": new.principal,
+                "thread_id": new.thread_id,
+                "graph": new.graph,
+                "input": dumps(new.input),
+                "config": dumps(new.config),
+                "metadata": dumps(new.metadata),
+                "budget": dumps_or_none(new.budget),
+                "idempotency_key": new.idempotency_key,
+                "fingerprint": new.fingerprint,
+                "max_attempts": new.max_attempts,
+                "event": dumps(
+                    {"status": "queued", "graph": new.graph, "thread_id": new.thread_id}
+                ),
+            },
+        )
+        if rows:
+            return run_from_row(rows[0]), True
+        # The key exists: the INSERT waited for the other transaction and did nothing.
+        found = await self._fetch("get_by_key", {"principal": new.principal, "key": new.idempotency_key})
+        if not found:  # pragma: no cover - a NULL key always inserts
+            raise RuntimeError("insert skipped without a conflicting key")
+        existing = run_from_row(found[0])
+        if existing.fingerprint != new.fingerprint:
+            raise IdempotencyKeyReused(
+                f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
+                "with a different request body"
+            )
+        return existing, False
+
+    async def get_run(self, run_id: str) -> Run | None:
+        rows = await self._fetch("get_run", {"id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    async def list_runs(
+        self,
+        *,
+        thread_id: str | None,
+        status: RunStatus | None,
+        limit: int,
+        before: ListCursor | None,
+    ) -> list[Run]:
+        rows = await self._fetch(
+            "list_runs",
+            {
+                "thread_id": thread_id,
+                "status": status.value if status else None,
+                "before": before.pos if before else None,
+                "limit": limit,
+            },
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
+        rows = await self._fetch("read_events", {"run_id": run_id, "after": after, "limit": limit})
+        return [event_from_row(r) for r in rows]
+
+    async def first_retained_seq(self, run_id: str) -> int | None:
+        rows = await self._fetch("first_retained_seq", {"run_id": run_id})
+        return rows[0]["seq"] if rows else None
+
+    async def prune_events(self, run_id: str, upto_seq: int) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q["prune_events"], {"run_id": run_id, "upto": upto_seq})
+            return cur.rowcount
+
+    # -- the worker side ---------------------------------------------------------------
+
+    async def claim(self, worker_id: str, ttl: float, limit: int) -> list[Run]:
+        rows = await self._fetch("claim", {"worker_id": worker_id, "ttl": ttl, "limit": limit})
+        return [run_from_row(r) for r in rows]
+
+    async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
+        rows = await self._fetch("renew", {"worker_id": worker_id, "ttl": ttl})
+        return [HeldRun(str(r["id"]), r["lease_epoch"], RunStatus(r["status"])) for r in rows]
+
+    def _lease_params(self, lease: Lease) -> dict[str, Any]:
+        return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
+
+    async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
+        if not events:
+            raise ValueError("append needs at least one event")
+        rows = await self._fetch(
+            "append",
+            {
+                **self._lease_params(lease),
+                "n": len(events),
+                "types": [e.type for e in events],
+                "datas": [dumps(e.data) for e in events],
+            },
+        )
+        if not rows:
+            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+        seq: int = rows[0]["seq"]
+        return seq
+
+    async def finish(
+        self,
+        lease: Lease,
+        status: RunStatus,
+        event: EventDraft,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+    ) -> int:
+        rows = await self._fetch(
+            "finish",
+            {
+                **self._lease_params(lease),
+                "status": status.value,
+                "result": dumps_or_none(result),
+                "error": dumps_or_none(error),
+                "type": event.type,
+                "data": dumps(event.data),
+            },
+        )
+        if not rows:
+            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+        seq: int = rows[0]["seq"]
+        return seq
+
+    async def release(self, lease: Lease, reason: str) -> int:
+        rows = await self._fetch("release", {**self._lease_params(lease), "reason": reason})
+        if not rows:
+            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+        seq: int = rows[0]["seq"]
+        return seq
+
+    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
+        rows = await self._fetch("cancel", {"run_id": run_id, "reason": reason})
+        if rows:
+            return run_from_row(rows[0])
+        return await self.get_run(run_id)
+
+    async def reap(self, limit: int = 100) -> list[Reaped]:
+        rows = await self._fetch("reap", {"limit": limit})
+        return [Reaped(str(r["id"]), RunStatus(r["status"]), r["last_seq"]) for r in rows]

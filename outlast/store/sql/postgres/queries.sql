@@ -1,0 +1,190 @@
+-- Named queries for the Postgres store (psycopg named parameters).
+-- Notifications ride in the same statement as the write, so they are sent at commit and
+-- only for writes that happened. Channels: outlast_queue (a run became claimable),
+-- outlast_events ('<run_id>:<seq>'), outlast_control ('<run_id>', e.g. cancel requested).
+
+-- name: insert_run
+WITH ins AS (
+    INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
+                              budget, idempotency_key, fingerprint, max_attempts, last_seq)
+    VALUES (%(id)s, %(principal)s, %(thread_id)s, %(graph)s, 'queued', %(input)s::jsonb,
+            %(config)s::jsonb, %(metadata)s::jsonb, %(budget)s::jsonb, %(idempotency_key)s,
+            %(fingerprint)s, %(max_attempts)s, 1)
+    ON CONFLICT (principal, idempotency_key) DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, 1, 'run.created', %(event)s::jsonb FROM ins
+)
+SELECT ins.*, pg_notify('outlast_queue', ins.id::text) AS notified FROM ins;
+
+-- name: get_by_key
+SELECT * FROM outlast_runs WHERE principal = %(principal)s AND idempotency_key = %(key)s;
+
+-- name: get_run
+SELECT * FROM outlast_runs WHERE id = %(id)s;
+
+-- name: list_runs
+SELECT * FROM outlast_runs
+WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(before)s::bigint IS NULL OR pos < %(before)s)
+ORDER BY pos DESC
+LIMIT %(limit)s;
+
+-- name: read_events
+SELECT run_id, seq, type, data, created_at FROM outlast_events
+WHERE run_id = %(run_id)s AND seq > %(after)s
+ORDER BY seq
+LIMIT %(limit)s;
+
+-- name: first_retained_seq
+SELECT min(seq) AS seq FROM outlast_events WHERE run_id = %(run_id)s;
+
+-- name: prune_events
+DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s;
+
+-- name: claim
+WITH picked AS (
+    SELECT id FROM outlast_runs
+    WHERE status = 'queued'
+    ORDER BY pos
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), upd AS (
+    UPDATE outlast_runs r
+    SET status = 'running', worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
+        lease_expires_at = now() + make_interval(secs => %(ttl)s),
+        attempts = r.attempts + 1, last_seq = r.last_seq + 1, updated_at = clock_timestamp()
+    FROM picked WHERE r.id = picked.id
+    RETURNING r.*
+), ev AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq, 'run.started',
+           jsonb_build_object('status', 'running', 'attempt', attempts, 'worker_id', worker_id)
+    FROM upd
+)
+SELECT upd.*, pg_notify('outlast_events', upd.id::text || ':' || upd.last_seq) AS notified
+FROM upd ORDER BY pos;
+
+-- name: renew
+UPDATE outlast_runs
+SET lease_expires_at = now() + make_interval(secs => %(ttl)s)
+WHERE worker_id = %(worker_id)s AND status IN ('running', 'cancelling')
+RETURNING id, lease_epoch, status;
+
+-- name: append
+WITH r AS (
+    UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
+    WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+      AND status IN ('running', 'cancelling')
+    RETURNING last_seq
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT %(run_id)s::uuid, r.last_seq - %(n)s + e.ord, e.type, e.data::jsonb
+    FROM r, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e (type, data, ord)
+    RETURNING seq
+)
+SELECT max(seq) AS seq,
+       pg_notify('outlast_events', %(run_id)s::text || ':' || max(seq)) AS notified
+FROM ins HAVING count(*) > 0;
+
+-- name: finish
+WITH r AS (
+    UPDATE outlast_runs
+    SET status = %(status)s, result = %(result)s::jsonb, error = %(error)s::jsonb,
+        worker_id = NULL, lease_expires_at = NULL, last_seq = last_seq + 1,
+        updated_at = clock_timestamp()
+    WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+      AND status IN ('running', 'cancelling')
+    RETURNING id, last_seq
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq, %(type)s, %(data)s::jsonb FROM r
+    RETURNING run_id, seq
+)
+SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS notified FROM ins;
+
+-- name: release
+WITH r AS (
+    UPDATE outlast_runs
+    SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
+        attempts = CASE WHEN status = 'cancelling' THEN attempts ELSE attempts - 1 END,
+        error = CASE WHEN status = 'cancelling'
+                     THEN jsonb_build_object('type', 'cancelled', 'reason', 'cancelled while draining')
+                     ELSE error END,
+        worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+        last_seq = last_seq + 1, updated_at = clock_timestamp()
+    WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+      AND status IN ('running', 'cancelling')
+    RETURNING id, last_seq, status
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq,
+           CASE WHEN status = 'cancelled' THEN 'run.cancelled' ELSE 'run.released' END,
+           jsonb_build_object('status', status, 'reason', %(reason)s::text)
+    FROM r
+    RETURNING run_id, seq
+)
+SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
+       pg_notify('outlast_queue', run_id::text) AS n2
+FROM ins;
+
+-- name: cancel
+WITH r AS (
+    UPDATE outlast_runs
+    SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
+        error = jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text),
+        worker_id = CASE WHEN status = 'running' THEN worker_id END,
+        lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
+        last_seq = last_seq + 1, updated_at = clock_timestamp()
+    WHERE id = %(run_id)s AND status IN ('queued', 'waiting', 'running')
+    RETURNING *
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq,
+           CASE WHEN status = 'cancelled' THEN 'run.cancelled' ELSE 'run.cancelling' END,
+           jsonb_build_object('status', status, 'reason', %(reason)s::text)
+    FROM r
+)
+SELECT r.*, pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
+       pg_notify('outlast_control', r.id::text) AS n2
+FROM r;
+
+-- name: reap
+WITH expired AS (
+    SELECT id FROM outlast_runs
+    WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), r AS (
+    UPDATE outlast_runs o
+    SET status = CASE WHEN o.status = 'cancelling' THEN 'cancelled'
+                      WHEN o.attempts >= o.max_attempts THEN 'failed'
+                      ELSE 'queued' END,
+        error = CASE WHEN o.status = 'cancelling'
+                     THEN jsonb_build_object('type', 'cancelled',
+                                             'reason', 'worker lost while cancelling')
+                     WHEN o.attempts >= o.max_attempts
+                     THEN jsonb_build_object('type', 'worker_lost',
+                                             'reason', 'worker lease expired on the last attempt',
+                                             'attempts', o.attempts)
+                     ELSE o.error END,
+        worker_id = NULL, lease_expires_at = NULL, lease_epoch = o.lease_epoch + 1,
+        last_seq = o.last_seq + 1, updated_at = clock_timestamp()
+    FROM expired WHERE o.id = expired.id
+    RETURNING o.id, o.status, o.last_seq, o.attempts
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq,
+           CASE status WHEN 'queued' THEN 'run.requeued' WHEN 'failed' THEN 'run.failed'
+                       ELSE 'run.cancelled' END,
+           jsonb_build_object('status', status, 'reason', 'worker lease expired',
+                              'attempts', attempts)
+    FROM r
+)
+SELECT r.id, r.status, r.last_seq,
+       pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
+       pg_notify('outlast_queue', r.id::text) AS n2
+FROM r;

@@ -1,0 +1,119 @@
+-- Named queries for the SQLite store (named :parameters). Multi-step writes run inside
+-- BEGIN IMMEDIATE, which takes the database write lock up front, so seq assignment and
+-- lease checks are serialized exactly as Postgres serializes them with row locks.
+-- Database time: (julianday('now') - 2440587.5) * 86400.0 is unix seconds, in ms.
+
+-- name: insert_run
+INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
+                          budget, idempotency_key, fingerprint, max_attempts, last_seq,
+                          created_at, updated_at)
+VALUES (:id, :principal, :thread_id, :graph, 'queued', :input, :config, :metadata, :budget,
+        :idempotency_key, :fingerprint, :max_attempts, 1,
+        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (principal, idempotency_key) DO NOTHING
+RETURNING *;
+
+-- name: insert_event
+INSERT INTO outlast_events (run_id, seq, type, data, created_at)
+VALUES (:run_id, :seq, :type, :data, (julianday('now') - 2440587.5) * 86400.0);
+
+-- name: get_by_key
+SELECT * FROM outlast_runs WHERE principal = :principal AND idempotency_key = :key;
+
+-- name: get_run
+SELECT * FROM outlast_runs WHERE id = :id;
+
+-- name: list_runs
+SELECT * FROM outlast_runs
+WHERE (:thread_id IS NULL OR thread_id = :thread_id)
+  AND (:status IS NULL OR status = :status)
+  AND (:before IS NULL OR pos < :before)
+ORDER BY pos DESC
+LIMIT :limit;
+
+-- name: read_events
+SELECT run_id, seq, type, data, created_at FROM outlast_events
+WHERE run_id = :run_id AND seq > :after
+ORDER BY seq
+LIMIT :limit;
+
+-- name: first_retained_seq
+SELECT min(seq) AS seq FROM outlast_events WHERE run_id = :run_id;
+
+-- name: prune_events
+DELETE FROM outlast_events WHERE run_id = :run_id AND seq <= :upto;
+
+-- name: claim
+UPDATE outlast_runs
+SET status = 'running', worker_id = :worker_id, lease_epoch = lease_epoch + 1,
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
+    attempts = attempts + 1, last_seq = last_seq + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id IN (SELECT id FROM outlast_runs WHERE status = 'queued'
+             ORDER BY pos LIMIT :limit)
+RETURNING *;
+
+-- name: renew
+UPDATE outlast_runs
+SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
+WHERE worker_id = :worker_id AND status IN ('running', 'cancelling')
+RETURNING id, lease_epoch, status;
+
+-- name: bump_seq
+UPDATE outlast_runs
+SET last_seq = last_seq + :n, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING last_seq;
+
+-- name: finish
+UPDATE outlast_runs
+SET status = :status, result = :result, error = :error, worker_id = NULL,
+    lease_expires_at = NULL, last_seq = last_seq + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id, last_seq, status;
+
+-- name: release
+UPDATE outlast_runs
+SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
+    attempts = CASE WHEN status = 'cancelling' THEN attempts ELSE attempts - 1 END,
+    error = CASE WHEN status = 'cancelling'
+                 THEN json_object('type', 'cancelled', 'reason', 'cancelled while draining')
+                 ELSE error END,
+    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id, last_seq, status;
+
+-- name: cancel
+UPDATE outlast_runs
+SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
+    error = json_object('type', 'cancelled', 'reason', :reason),
+    worker_id = CASE WHEN status = 'running' THEN worker_id END,
+    lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
+    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND status IN ('queued', 'waiting', 'running')
+RETURNING *;
+
+-- name: reap
+UPDATE outlast_runs
+SET status = CASE WHEN status = 'cancelling' THEN 'cancelled'
+                  WHEN attempts >= max_attempts THEN 'failed'
+                  ELSE 'queued' END,
+    error = CASE WHEN status = 'cancelling'
+                 THEN json_object('type', 'cancelled', 'reason', 'worker lost while cancelling')
+                 WHEN attempts >= max_attempts
+                 THEN json_object('type', 'worker_lost',
+                                  'reason', 'worker lease expired on the last attempt',
+                                  'attempts', attempts)
+                 ELSE error END,
+    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id IN (SELECT id FROM outlast_runs
+             WHERE status IN ('running', 'cancelling')
+               AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
+             ORDER BY lease_expires_at LIMIT :limit)
+RETURNING id, status, last_seq, attempts;

@@ -1,0 +1,369 @@
+"""The SQLite store: the embedded default (``./.outlast/``), one process.
+
+The same contract as Postgres, with the database's write lock in place of row locks:
+every multi-statement write runs in ``BEGIN IMMEDIATE``, so seq assignment and lease
+checks cannot interleave. Notifications go to the in-process hub after commit. Several
+processes on one SQLite file stay correct (fencing and seq are enforced by the database)
+but only wake each other by the poll safety net; use Postgres to scale out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from outlast.errors import IdempotencyKeyReused, LeaseLost, StoreUnavailable
+from outlast.store.base import (
+    Event,
+    EventDraft,
+    HeldRun,
+    Lease,
+    ListCursor,
+    NewRun,
+    Reaped,
+    Run,
+    RunStatus,
+    Store,
+)
+from outlast.store.hub import CONTROL, EVENTS, QUEUE, Hub
+from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
+from outlast.store.sqlfiles import migrations, queries
+
+
+def _load(value: Any) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def _when(value: Any) -> dt.datetime | None:
+    return None if value is None else dt.datetime.fromtimestamp(value, dt.UTC)
+
+
+def _run(row: Any) -> Run:
+    return run_from_row(row, _load, _when)
+
+
+async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
+    # The run store manages its own transactions (BEGIN IMMEDIATE); the checkpointer
+    # expects the sqlite3 default and commits by itself.
+    if autocommit:
+        conn = await aiosqlite.connect(path, isolation_level=None)
+    else:
+        conn = await aiosqlite.connect(path)
+    conn.row_factory = aiosqlite.Row
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    await conn.execute("PRAGMA busy_timeout=10000")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class SqliteStore(Store):
+    backend = "sqlite"
+
+    def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
+        self.path = path
+        self.checkpoint_path = checkpoint_path
+        self.hub = hub or Hub()
+        self._q = queries("sqlite")
+        self._conn: aiosqlite.Connection | None = None
+        self._saver_conn: aiosqlite.Connection | None = None
+        self._saver: AsyncSqliteSaver | None = None
+        # One connection, one writer at a time within the process.
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        if self._conn is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = await _connect(self.path, autocommit=True)
+            self._saver_conn = await _connect(self.checkpoint_path, autocommit=False)
+        except Exception as exc:
+            raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
+        self._saver = AsyncSqliteSaver(self._saver_conn)
+
+    async def close(self) -> None:
+        for conn in (self._conn, self._saver_conn):
+            if conn is not None:
+                await conn.close()
+        self._conn = self._saver_conn = None
+        self._saver = None
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise RuntimeError("SqliteStore.open() was not called")
+        return self._conn
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+
+    async def _all(self, name: str, params: dict[str, Any]) -> list[Any]:
+        async with self._lock, self.conn.execute(self._q[name], params) as cur:
+            return list(await cur.fetchall())
+
+    async def migrate(self) -> list[str]:
+        applied: list[str] = []
+        async with self._tx() as conn:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS outlast_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+            async with conn.execute("SELECT version FROM outlast_migrations") as cur:
+                done = {row[0] for row in await cur.fetchall()}
+            for m in migrations("sqlite"):
+                if m.version in done:
+                    continue
+                for statement in _split(m.sql):
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO outlast_migrations VALUES (?, ?, julianday('now'))",
+                    (m.version, m.name),
+                )
+                applied.append(f"{m.version:04d}_{m.name}")
+        assert self._saver is not None
+        await self._saver.setup()
+        return applied
+
+    async def ping(self) -> None:
+        try:
+            await self._all("first_retained_seq", {"run_id": ""})
+        except Exception as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def checkpointer(self) -> AsyncSqliteSaver:
+        if self._saver is None:
+            raise RuntimeError("SqliteStore.open() was not called")
+        return self._saver
+
+    async def _event(self, conn: aiosqlite.Connection, run_id: str, seq: int, type_: str,
+                     data: dict[str, Any]) -> None:
+        await conn.execute(
+            self._q["insert_event"],
+            {"run_id": run_id, "seq": seq, "type": type_, "data": dumps(data)},
+        )
+
+    # -- acceptance and reads ----------------------------------------------------------
+
+    async def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        params = {
+            "id": new.id,
+            "principal": new.principal,
+            "thread_id": new.thread_id,
+            "graph": new.graph,
+            "input": dumps(new.input),
+            "config": dumps(new.config),
+            "metadata": dumps(new.metadata),
+            "budget": dumps_or_none(new.budget),
+            "idempotency_key": new.idempotency_key,
+            "fingerprint": new.fingerprint,
+            "max_attempts": new.max_attempts,
+        }
+        async with self._tx() as conn:
+            async with conn.execute(self._q["insert_run"], params) as cur:
+                row = await cur.fetchone()
+            if row is not None:
+                await self._event(conn, new.id, 1, "run.created",
+                                  {"status": "queued", "graph": new.graph,
+                                   "thread_id": new.thread_id})
+                created = _run(row)
+            else:
+                async with conn.execute(
+                    self._q["get_by_key"],
+                    {"principal": new.principal, "key": new.idempotency_key},
+                ) as cur:
+                    found = await cur.fetchone()
+                assert found is not None
+                created = None
+                existing = _run(found)
+        if created is not None:
+            self.hub.publish(QUEUE, created.id)
+            return created, True
+        if existing.fingerprint != new.fingerprint:
+            raise IdempotencyKeyReused(
+                f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
+                "with a different request body"
+            )
+        return existing, False
+
+    async def get_run(self, run_id: str) -> Run | None:
+        rows = await self._all("get_run", {"id": run_id})
+        return _run(rows[0]) if rows else None
+
+    async def list_runs(
+        self,
+        *,
+        thread_id: str | None,
+        status: RunStatus | None,
+        limit: int,
+        before: ListCursor | None,
+    ) -> list[Run]:
+        rows = await self._all(
+            "list_runs",
+            {
+                "thread_id": thread_id,
+                "status": status.value if status else None,
+                "before": before.pos if before else None,
+                "limit": limit,
+            },
+        )
+        return [_run(r) for r in rows]
+
+    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
+        rows = await self._all("read_events", {"run_id": run_id, "after": after, "limit": limit})
+        return [event_from_row(r, _load, _when) for r in rows]
+
+    async def first_retained_seq(self, run_id: str) -> int | None:
+        rows = await self._all("first_retained_seq", {"run_id": run_id})
+        return rows[0]["seq"] if rows else None
+
+    async def prune_events(self, run_id: str, upto_seq: int) -> int:
+        async with self._tx() as conn, conn.execute(
+            self._q["prune_events"], {"run_id": run_id, "upto": upto_seq}
+        ) as cur:
+            return cur.rowcount
+
+    # -- the worker side ---------------------------------------------------------------
+
+    async def claim(self, worker_id: str, ttl: float, limit: int) -> list[Run]:
+        async with self._tx() as conn:
+            async with conn.execute(
+                self._q["claim"], {"worker_id": worker_id, "ttl": ttl, "limit": limit}
+            ) as cur:
+                runs = sorted((_run(r) for r in await cur.fetchall()),
+                              key=lambda r: r.pos)
+            for run in runs:
+                await self._event(conn, run.id, run.last_seq, "run.started",
+                                  {"status": "running", "attempt": run.attempts,
+                                   "worker_id": worker_id})
+        for run in runs:
+            self.hub.publish(EVENTS, run.id)
+        return runs
+
+    async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
+        async with self._tx() as conn, conn.execute(
+            self._q["renew"], {"worker_id": worker_id, "ttl": ttl}
+        ) as cur:
+            rows = await cur.fetchall()
+        return [HeldRun(r["id"], r["lease_epoch"], RunStatus(r["status"])) for r in rows]
+
+    def _lease_params(self, lease: Lease) -> dict[str, Any]:
+        return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
+
+    def _lost(self, lease: Lease) -> LeaseLost:
+        return LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+
+    async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
+        if not events:
+            raise ValueError("append needs at least one event")
+        async with self._tx() as conn:
+            async with conn.execute(
+                self._q["bump_seq"], {**self._lease_params(lease), "n": len(events)}
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                raise self._lost(lease)
+            last: int = row["last_seq"]
+            first = last - len(events) + 1
+            await conn.executemany(
+                self._q["insert_event"],
+                [
+                    {"run_id": lease.run_id, "seq": first + i, "type": e.type,
+                     "data": dumps(e.data)}
+                    for i, e in enumerate(events)
+                ],
+            )
+        self.hub.publish(EVENTS, lease.run_id)
+        return last
+
+    async def _end(self, lease: Lease, name: str, params: dict[str, Any],
+                   event: EventDraft | None, reason: str = "") -> int:
+        async with self._tx() as conn:
+            async with conn.execute(self._q[name], {**self._lease_params(lease), **params}) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                raise self._lost(lease)
+            seq: int = row["last_seq"]
+            if event is None:  # release: the event depends on the status it ended in
+                cancelled = row["status"] == RunStatus.CANCELLED
+                event = EventDraft("run.cancelled" if cancelled else "run.released",
+                                   {"status": row["status"], "reason": reason})
+            await self._event(conn, lease.run_id, seq, event.type, event.data)
+        self.hub.publish(EVENTS, lease.run_id)
+        return seq
+
+    async def finish(
+        self,
+        lease: Lease,
+        status: RunStatus,
+        event: EventDraft,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+    ) -> int:
+        return await self._end(
+            lease, "finish",
+            {"status": status.value, "result": dumps_or_none(result),
+             "error": dumps_or_none(error)},
+            event,
+        )
+
+    async def release(self, lease: Lease, reason: str) -> int:
+        seq = await self._end(lease, "release", {}, None, reason)
+        self.hub.publish(QUEUE, lease.run_id)
+        return seq
+
+    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
+        async with self._tx() as conn:
+            async with conn.execute(self._q["cancel"], {"run_id": run_id, "reason": reason}) as cur:
+                row = await cur.fetchone()
+            if row is not None:
+                run = _run(row)
+                kind = "run.cancelled" if run.status == RunStatus.CANCELLED else "run.cancelling"
+                await self._event(conn, run_id, run.last_seq, kind,
+                                  {"status": run.status.value, "reason": reason})
+        if row is None:
+            return await self.get_run(run_id)
+        self.hub.publish(EVENTS, run_id)
+        self.hub.publish(CONTROL, run_id)
+        return run
+
+    async def reap(self, limit: int = 100) -> list[Reaped]:
+        reaped: list[Reaped] = []
+        async with self._tx() as conn:
+            async with conn.execute(self._q["reap"], {"limit": limit}) as cur:
+                rows = await cur.fetchall()
+            for r in rows:
+                status = RunStatus(r["status"])
+                kind = {RunStatus.QUEUED: "run.requeued", RunStatus.FAILED: "run.failed"}.get(
+                    status, "run.cancelled")
+                await self._event(conn, r["id"], r["last_seq"], kind,
+                                  {"status": status.value, "reason": "worker lease expired",
+                                   "attempts": r["attempts"]})
+                reaped.append(Reaped(r["id"], status, r["last_seq"]))
+        for item in reaped:
+            self.hub.publish(EVENTS, item.run_id)
+            self.hub.publish(QUEUE, item.run_id)
+        return reaped
+
+
+def _split(script: str) -> list[str]:
+    """Split a migration into statements (no semicolons inside our literals)."""
+    lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
