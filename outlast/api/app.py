@@ -1,0 +1,87 @@
+"""The FastAPI app. ``create_app`` opens the store, migrates, loads every graph (so a
+broken graph fails at start), and by default runs a worker in the same process, which is
+what ``outlast serve`` does on the embedded SQLite default."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from outlast import __version__
+from outlast.api import problems
+from outlast.api.context import AppContext
+from outlast.api.runs import router as runs_router
+from outlast.config import Settings
+from outlast.errors import StoreUnavailable
+from outlast.graph.registry import GraphRegistry
+from outlast.runtime.worker import Worker
+from outlast.store import Store, make_store
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    registry: GraphRegistry | None = None,
+    with_worker: bool = True,
+    migrate: bool = True,
+) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        s = store or make_store(settings)
+        await s.open()
+        if migrate:
+            await s.migrate()
+        graphs = registry or GraphRegistry.from_config(settings.graphs_file, settings.graphs)
+        graphs.load_all()
+        worker = Worker(s, graphs, settings) if with_worker else None
+        task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
+        app.state.ctx = AppContext(s, graphs, settings, worker)
+        try:
+            yield
+        finally:
+            if worker is not None and task is not None:
+                worker.stop()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await s.close()
+
+    app = FastAPI(
+        title="outlast",
+        version=__version__,
+        description="A durable runtime for LangGraph agents: the connection can die; "
+        "the agent does not.",
+        lifespan=lifespan,
+        max_body_size=settings.max_body_bytes,
+    )
+    problems.install(app)
+    app.include_router(runs_router)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz(request: Request) -> JSONResponse:
+        """The database answers (and, with an embedded worker, the worker runs)."""
+        ctx: AppContext = request.app.state.ctx
+        try:
+            await ctx.store.ping()
+        except StoreUnavailable as exc:
+            return problems.problem(503, f"database unavailable: {exc}", retryable=True,
+                                    headers={"Retry-After": "1"})
+        return JSONResponse({"status": "ready", "backend": ctx.store.backend,
+                             "graphs": ctx.registry.names})
+
+    return app

@@ -1,0 +1,18 @@
+"""What the routes share: the store, the graphs, the settings, the embedded worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from outlast.config import Settings
+from outlast.graph.registry import GraphRegistry
+from outlast.runtime.worker import Worker
+from outlast.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class AppContext:
+    store: Store
+    registry: GraphRegistry
+    settings: Settings
+    worker: Worker | None

@@ -1,0 +1,89 @@
+"""RFC 9457 problem details for every error the API returns.
+
+A client always gets ``application/problem+json`` with a ``title`` and a ``detail`` it
+can show as written, and ``retryable`` so it knows whether trying again can help.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from outlast.errors import OutlastError
+
+log = logging.getLogger(__name__)
+
+PROBLEM = "application/problem+json"
+_TITLES = {
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    422: "Unprocessable request",
+    429: "Too many requests",
+    500: "Internal error",
+    503: "Service unavailable",
+}
+
+
+def problem(
+    status: int,
+    detail: str,
+    *,
+    title: str | None = None,
+    retryable: bool = False,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    body = {
+        "type": "about:blank",
+        "title": title or _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "retryable": retryable,
+        **extra,
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _location(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(p) for p in loc if p != "body") or "body"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(OutlastError)
+    async def outlast_error(_: Request, exc: OutlastError) -> JSONResponse:
+        headers = {"Retry-After": "1"} if exc.retryable else None
+        return problem(exc.status, str(exc), title=exc.title, retryable=exc.retryable,
+                       headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"location": _location(e.get("loc", ())), "message": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        json_invalid = any(e.get("type") == "json_invalid" for e in exc.errors())
+        detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors) or "invalid request"
+        if json_invalid:
+            return problem(400, f"request body is not valid JSON ({detail})", errors=errors)
+        return problem(422, detail, errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "")
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = "no such resource"
+        return problem(exc.status_code, detail, headers=dict(exc.headers or {}) or None)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return problem(500, f"internal error ({type(exc).__name__})", retryable=True)

@@ -1,0 +1,204 @@
+"""``/v1/runs``: accept, inspect, list, stream, cancel, await results."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
+
+from outlast.api.context import AppContext
+from outlast.api.schemas import CancelRequest, RunCreate, RunPage, RunSnapshot, Status
+from outlast.api.sse import parse_cursor, stream
+from outlast.errors import InvalidCursor, OutlastError, RunNotFound
+from outlast.runtime.accept import RunRequest, accept
+from outlast.store import ListCursor, Run, RunStatus
+from outlast.store.hub import EVENTS, wait_for
+
+router = APIRouter(prefix="/v1", tags=["runs"])
+
+_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+class BadHeader(OutlastError):
+    status = 400
+    title = "Invalid header"
+
+
+def _ctx(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+def _location(run_id: str) -> dict[str, str]:
+    path = f"/v1/runs/{run_id}"
+    return {"Location": path, "Content-Location": path}
+
+
+async def _get(ctx: AppContext, run_id: str) -> Run:
+    try:
+        uuid.UUID(run_id)
+    except ValueError:
+        raise RunNotFound(f"no run {run_id!r}") from None
+    run = await ctx.store.get_run(run_id)
+    if run is None:
+        raise RunNotFound(f"no run {run_id!r}")
+    return run
+
+
+@router.post("/runs", status_code=202, response_model=RunSnapshot)
+async def create_run(
+    request: Request,
+    response: Response,
+    body: RunCreate,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> RunSnapshot:
+    """Accept a run: ``202`` with its identity before any work starts.
+
+    With ``Idempotency-Key``, the same key and body return the same run (also under
+    concurrent retries); the same key with another body is refused with ``422``.
+    """
+    ctx = _ctx(request)
+    if idempotency_key is not None and not _KEY.match(idempotency_key):
+        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    run, created = await accept(
+        ctx.store,
+        RunRequest(
+            graph=body.graph,
+            input=body.input,
+            thread_id=body.thread_id,
+            config=body.config,
+            metadata=body.metadata,
+            budget=body.budget,
+        ),
+        graphs=ctx.registry.names,
+        max_attempts=ctx.settings.max_attempts,
+        idempotency_key=idempotency_key,
+    )
+    response.headers.update(_location(run.id))
+    response.headers["Retry-After"] = "1"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return RunSnapshot.of(run)
+
+
+@router.get("/runs/{run_id}", response_model=RunSnapshot)
+async def get_run(request: Request, run_id: str) -> RunSnapshot:
+    return RunSnapshot.of(await _get(_ctx(request), run_id))
+
+
+def _encode_cursor(pos: int) -> str:
+    return base64.urlsafe_b64encode(f"p{pos}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(raw: str) -> ListCursor:
+    try:
+        text = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+        if not text.startswith("p") or not text[1:].isdigit():
+            raise ValueError(text)
+        return ListCursor(int(text[1:]))
+    except ValueError:
+        raise InvalidCursor("cursor is not one this server returned") from None
+
+
+@router.get("/runs", response_model=RunPage)
+async def list_runs(
+    request: Request,
+    thread_id: Annotated[str | None, Query(max_length=200)] = None,
+    status: Status | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=100)] = None,
+) -> RunPage:
+    """Runs, newest first; follow ``next_cursor`` for older ones."""
+    runs = await _ctx(request).store.list_runs(
+        thread_id=thread_id,
+        status=RunStatus(status) if status else None,
+        limit=limit + 1,
+        before=_decode_cursor(cursor) if cursor else None,
+    )
+    page = runs[:limit]
+    more = len(runs) > limit
+    return RunPage(
+        runs=[RunSnapshot.of(r) for r in page],
+        next_cursor=_encode_cursor(page[-1].pos) if more and page else None,
+    )
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "the run's events"}},
+)
+async def run_events(
+    request: Request,
+    run_id: str,
+    after: Annotated[str | None, Query(description="resume after this seq")] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Server-Sent Events: replay after the cursor, then live; ends after the terminal
+    event. Closing this stream never cancels the run."""
+    ctx = _ctx(request)
+    cursor = parse_cursor(last_event_id, after)
+    await _get(ctx, run_id)
+    return EventSourceResponse(
+        stream(ctx.store, run_id, cursor, ctx.settings.stream_max_seconds),
+        ping=ctx.settings.stream_keepalive,
+        send_timeout=30,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("/runs/{run_id}/cancel", status_code=202, response_model=RunSnapshot)
+async def cancel_run(
+    request: Request,
+    response: Response,
+    run_id: str,
+    body: Annotated[CancelRequest | None, Body()] = None,
+) -> RunSnapshot:
+    """Request cooperative cancellation. Idempotent: a finished run is returned as is."""
+    ctx = _ctx(request)
+    await _get(ctx, run_id)
+    reason = body.reason if body else "cancelled by request"
+    run = await ctx.store.request_cancel(run_id, reason)
+    if run is None:  # pragma: no cover - checked above
+        raise RunNotFound(f"no run {run_id!r}")
+    response.headers.update(_location(run.id))
+    return RunSnapshot.of(run)
+
+
+@router.get(
+    "/runs/{run_id}/result",
+    response_model=RunSnapshot,
+    responses={202: {"model": RunSnapshot, "description": "not finished yet"}},
+)
+async def run_result(
+    request: Request,
+    run_id: str,
+    wait: Annotated[float, Query(ge=0, description="seconds to wait for the end")] = 0,
+) -> JSONResponse:
+    """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
+    ``wait`` seconds (capped by the server's ``result_wait_max``)."""
+    ctx = _ctx(request)
+    run = await _get(ctx, run_id)
+    deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
+    with ctx.store.hub.watch(EVENTS, run_id) as wake:
+        while not run.terminal:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            wake.clear()
+            run = await _get(ctx, run_id)
+            if run.terminal:
+                break
+            await wait_for(wake, min(remaining, 5.0))
+    snapshot = RunSnapshot.of(run).model_dump(mode="json")
+    if run.terminal:
+        return JSONResponse(snapshot, status_code=200)
+    return JSONResponse(
+        snapshot, status_code=202, headers={**_location(run.id), "Retry-After": "1"}
+    )

@@ -1,0 +1,116 @@
+"""The API's edge: pydantic models for what clients send and receive."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from outlast.store import Run
+
+_ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
+ALLOWED_CONFIG_KEYS = frozenset(
+    {"configurable", "tags", "metadata", "recursion_limit", "max_concurrency", "run_name"}
+)
+
+Status = Literal["queued", "running", "waiting", "cancelling", "completed", "failed", "cancelled"]
+
+
+class RunCreate(BaseModel):
+    """A request to run a graph. Unknown fields are refused, so a typo is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    graph: str | None = Field(default=None, max_length=200, description="defaults to the first graph")
+    input: dict[str, Any] = Field(
+        default_factory=dict,
+        description='graph input, e.g. {"messages": [{"role": "user", "content": "…"}]}',
+    )
+    thread_id: str | None = Field(default=None, pattern=_ID)
+    config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        unknown = sorted(set(value) - ALLOWED_CONFIG_KEYS)
+        if unknown:
+            raise ValueError(
+                f"unsupported config keys {unknown}; allowed: {sorted(ALLOWED_CONFIG_KEYS)}"
+            )
+        configurable = value.get("configurable")
+        if configurable is not None and not isinstance(configurable, dict):
+            raise ValueError("config.configurable must be an object")
+        if isinstance(configurable, dict) and "thread_id" in configurable:
+            raise ValueError("set thread_id at the top level of the request, not in config")
+        limit = value.get("recursion_limit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError("config.recursion_limit must be a positive integer")
+        return value
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="cancelled by request", max_length=500)
+
+
+class Lease(BaseModel):
+    worker_id: str
+    epoch: int
+    expires_at: dt.datetime | None
+
+
+class RunSnapshot(BaseModel):
+    id: str
+    thread_id: str
+    graph: str
+    status: Status
+    wait: dict[str, Any] | None = None
+    activity: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+    attempts: int
+    max_attempts: int
+    last_seq: int
+    result: Any = None
+    error: dict[str, Any] | None = None
+    lease: Lease | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+    @classmethod
+    def of(cls, run: Run) -> RunSnapshot:
+        error = None
+        if run.error is not None:
+            # The traceback stays in the database and the worker's log.
+            error = {k: v for k, v in run.error.items() if k != "traceback"}
+        lease = None
+        if run.worker_id is not None:
+            lease = Lease(worker_id=run.worker_id, epoch=run.lease_epoch,
+                          expires_at=run.lease_expires_at)
+        return cls(
+            id=run.id,
+            thread_id=run.thread_id,
+            graph=run.graph,
+            status=run.status.value,
+            budget=run.budget,
+            attempts=run.attempts,
+            max_attempts=run.max_attempts,
+            last_seq=run.last_seq,
+            result=run.result,
+            error=error,
+            lease=lease,
+            metadata=run.metadata,
+            created_at=run.created_at,
+            updated_at=run.updated_at,
+        )
+
+
+class RunPage(BaseModel):
+    runs: list[RunSnapshot]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")

@@ -1,0 +1,95 @@
+"""The event stream of a run: replay from a cursor, then the live tail, as SSE.
+
+The stream is a view, never the work: closing it changes nothing about the run. Every
+event goes out with ``id: <seq>``, so a client (``EventSource`` does this by itself)
+reconnects with ``Last-Event-ID`` and gets exactly what it missed. The seam between
+replay and live tail has no gap and no duplicate because there is only one loop: clear
+the wake-up flag, read everything after the cursor from the table, send it, wait.
+
+If the client's cursor predates what retention kept, the stream says so: a ``gap``
+event (whose id moves the cursor past the hole) and a ``snapshot`` of the run, then the
+retained events. It never pretends the log is continuous.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+
+from outlast.api.schemas import RunSnapshot
+from outlast.errors import InvalidCursor
+from outlast.store import Event, Store
+from outlast.store.hub import EVENTS, wait_for
+
+PAGE = 500
+# A lost notification (listener reconnect) delays delivery at most this long.
+SAFETY_REREAD = 5.0
+
+
+def parse_cursor(last_event_id: str | None, after: str | None) -> int:
+    """``Last-Event-ID`` wins over ``?after=``: a reconnecting EventSource keeps the URL it
+    started with but sends the header with the last id it received."""
+    raw = last_event_id if last_event_id not in (None, "") else after
+    if raw is None or raw == "":
+        return 0
+    raw = raw.strip()
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise InvalidCursor(f"event cursor must be a non-negative integer seq, got {raw[:40]!r}")
+    return int(raw)
+
+
+def wire(event: Event) -> ServerSentEvent:
+    payload: dict[str, Any] = {
+        "seq": event.seq,
+        "type": event.type,
+        "time": event.time.isoformat(),
+        "run_id": event.run_id,
+        "data": event.data,
+    }
+    return ServerSentEvent(
+        data=json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
+        event=event.type,
+        id=str(event.seq),
+    )
+
+
+async def stream(store: Store, run_id: str, after: int, max_seconds: float) -> AsyncIterator[ServerSentEvent]:
+    deadline = time.monotonic() + max_seconds
+    with store.hub.watch(EVENTS, run_id) as wake:
+        run = await store.get_run(run_id)
+        if run is None:
+            return
+        cursor = after
+        if run.terminal and cursor >= run.last_seq:
+            return
+        first = await store.first_retained_seq(run_id)
+        resume_at = (first - 1) if first is not None else run.last_seq
+        if cursor < resume_at:
+            yield ServerSentEvent(
+                data=json.dumps({"type": "gap", "from_seq": cursor + 1, "to_seq": resume_at,
+                                 "reason": "events before this point were pruned by retention"}),
+                event="gap",
+                id=str(resume_at),
+            )
+            yield ServerSentEvent(
+                data=RunSnapshot.of(run).model_dump_json(), event="snapshot"
+            )
+            cursor = resume_at
+        while True:
+            wake.clear()
+            events = await store.read_events(run_id, cursor, PAGE)
+            for event in events:
+                yield wire(event)
+                cursor = event.seq
+                if event.terminal:
+                    return
+            if len(events) == PAGE:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return  # the transport clock ran out; the client resumes from its cursor
+            await wait_for(wake, min(remaining, SAFETY_REREAD))

@@ -1,0 +1,168 @@
+"""``outlast serve | worker | migrate``.
+
+Every flag has an ``OUTLAST_*`` environment twin (see ``outlast.config.Settings``);
+flags win. With no database URL everything lives in SQLite under ``./.outlast/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from outlast import __version__
+from outlast.config import Settings
+
+console = Console(stderr=True)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--database-url", help="postgresql://… (default: SQLite in --data-dir)")
+    parser.add_argument("--data-dir", type=Path, help="folder of the embedded store (.outlast)")
+    parser.add_argument("--config", dest="graphs_file", type=Path,
+                        help="langgraph.json listing the graphs (default: ./langgraph.json)")
+    parser.add_argument("--graph", dest="graphs", action="append",
+                        help="extra graph as name=module:attr or name=path.py:attr (repeatable)")
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"])
+
+
+def _settings(args: argparse.Namespace, *keys: str) -> Settings:
+    overrides: dict[str, Any] = {}
+    for key in ("database_url", "data_dir", "graphs_file", "graphs", *keys):
+        value = getattr(args, key, None)
+        if value is not None:
+            overrides[key] = value
+    return Settings(**overrides)
+
+
+def _describe(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url.split("@")[-1] if "@" in settings.database_url \
+            else settings.database_url
+    return f"SQLite in {settings.data_dir}/ (embedded default)"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from outlast.api.app import create_app
+
+    settings = _settings(args, "host", "port", "worker_concurrency")
+    app = create_app(settings, with_worker=not args.no_worker)
+    base = f"http://{settings.host}:{settings.port}"
+    console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
+    console.print(f"  store: {_describe(settings)}")
+    console.print(f"  worker: {'none (--no-worker)' if args.no_worker else 'in-process'}"
+                  f"   docs: {base}/docs")
+    console.print(
+        f"  try:   curl -si -X POST {base}/v1/runs -H 'content-type: application/json' "
+        "-d '{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}}'"
+    )
+    console.print(f"         curl -N {base}/v1/runs/<id>/events")
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+async def _worker_main(settings: Settings) -> None:
+    from outlast.graph.registry import GraphRegistry
+    from outlast.runtime.worker import Worker
+    from outlast.store import make_store
+
+    store = make_store(settings)
+    await store.open()
+    try:
+        graphs = GraphRegistry.from_config(settings.graphs_file, settings.graphs)
+        graphs.load_all()
+        worker = Worker(store, graphs, settings)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.stop)
+        console.print(f"[bold]outlast worker[/] {worker.id} on {_describe(settings)}; "
+                      f"graphs: {', '.join(graphs.names)}")
+        await worker.run()
+        console.print(f"worker {worker.id} stopped after {worker.completed} run(s)")
+    finally:
+        await store.close()
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    settings = _settings(args, "worker_concurrency")
+    if not settings.database_url:
+        console.print("[yellow]note:[/] a separate worker on SQLite is only woken by polling; "
+                      "use Postgres (--database-url) to run workers apart from the server")
+    asyncio.run(_worker_main(settings))
+    return 0
+
+
+async def _migrate(settings: Settings) -> list[str]:
+    from outlast.store import make_store
+
+    store = make_store(settings)
+    await store.open()
+    try:
+        return await store.migrate()
+    finally:
+        await store.close()
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    applied = asyncio.run(_migrate(settings))
+    console.print(f"{_describe(settings)}: " +
+                  (f"applied {', '.join(applied)}" if applied else "up to date"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="outlast", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"outlast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="the HTTP API, with a worker in the same process")
+    _common(serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--concurrency", dest="worker_concurrency", type=int)
+    serve.add_argument("--no-worker", action="store_true",
+                       help="API only; run `outlast worker` processes separately (Postgres)")
+    serve.set_defaults(func=cmd_serve)
+
+    worker = sub.add_parser("worker", help="a worker alone, for another process or machine")
+    _common(worker)
+    worker.add_argument("--concurrency", dest="worker_concurrency", type=int)
+    worker.set_defaults(func=cmd_worker)
+
+    migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
+    _common(migrate)
+    migrate.set_defaults(func=cmd_migrate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""One claimed run inside a worker: resume or start the graph, stream it into events,
+and end the run in exactly one way.
+
+How a run ends, and who decides:
+
+- the graph returns → ``completed`` with the final state as result;
+- the graph raises → ``failed`` with the error (type, message);
+- a cancel request → the node in flight is cancelled (``RunControl.request_drain`` plus
+  task cancellation) → ``cancelled``;
+- worker shutdown → drain at the next step boundary (``GraphDrained``), or after the grace
+  period cancel the node in flight → the run is released to the queue, its checkpoints
+  intact, and another worker (or this one, restarted) continues it;
+- lease lost (another worker took it over) → stop at once and write nothing more.
+
+Recovery: the run's id is put in the checkpoint metadata (``run_id``). If the thread's
+latest checkpoint carries this run's id, an earlier attempt got that far: the graph
+resumes from it (input ``None``) and finished nodes do not run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
+
+from outlast.config import Settings
+from outlast.errors import LeaseLost
+from outlast.graph.registry import GraphRegistry
+from outlast.jsonable import to_jsonable
+from outlast.runtime import faults
+from outlast.runtime.sink import EventSink, SinkClosed
+from outlast.runtime.translate import Translator
+from outlast.store import EventDraft, Lease, Run, RunStatus, Store
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN = "shutdown"
+CANCEL = "cancel"
+STORE_FAILED = "store_failed"
+LEASE_LOST = "lease_lost"
+# When several reasons arrive, the strongest wins: a lost lease forbids any write, a
+# failing store cannot take one, a cancel outranks a drain.
+_PRIORITY = {SHUTDOWN: 0, CANCEL: 1, STORE_FAILED: 2, LEASE_LOST: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: RunStatus | None  # None: released to the queue, or lease lost
+    detail: str = ""
+
+
+def run_config(run: Run) -> RunnableConfig:
+    """The LangGraph config of a run: the client's config, on the run's thread, tagged
+    with the run id (which LangGraph copies into every checkpoint's metadata)."""
+    config: dict[str, Any] = dict(run.config)
+    configurable = dict(config.get("configurable") or {})
+    configurable["thread_id"] = run.thread_id
+    config["configurable"] = configurable
+    config["metadata"] = {**(config.get("metadata") or {}), "run_id": run.id, "graph_id": run.graph}
+    return config  # type: ignore[return-value]
+
+
+class Execution:
+    def __init__(
+        self, store: Store, registry: GraphRegistry, settings: Settings, run: Run, worker_id: str
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings
+        self.run = run
+        self.lease = Lease(run.id, worker_id, run.lease_epoch)
+        self.control = RunControl()
+        self.stop_reason: str | None = None
+        self._graph_task: asyncio.Task[Any] | None = None
+        self._finished = False
+
+    # -- requests from the worker ------------------------------------------------------
+
+    def request_stop(self, reason: str) -> None:
+        """Cancel and lease loss stop the node in flight now; shutdown drains first."""
+        if self._finished:
+            return
+        if self.stop_reason is None or _PRIORITY[reason] > _PRIORITY[self.stop_reason]:
+            self.stop_reason = reason
+        self.control.request_drain(reason)
+        if reason != SHUTDOWN:
+            self.interrupt_node()
+
+    def interrupt_node(self) -> None:
+        if self._graph_task is not None and not self._graph_task.done():
+            self._graph_task.cancel()
+
+    @property
+    def busy(self) -> bool:
+        return not self._finished
+
+    # -- the run -----------------------------------------------------------------------
+
+    async def execute(self) -> Outcome:
+        sink = EventSink(self.store, self.lease, lambda exc: self.request_stop(
+            LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED))
+        translator = Translator(sink, self.settings.message_flush_interval)
+        try:
+            self._graph_task = asyncio.create_task(self._stream(sink, translator))
+            try:
+                result = await self._graph_task
+                translator.flush_messages()
+                await sink.flush()
+                return await self._end_completed(result)
+            except asyncio.CancelledError:
+                if not (self._graph_task.cancelled() and self.stop_reason):
+                    raise
+                return await self._end_stopped(sink, translator)
+            except GraphDrained:
+                return await self._end_stopped(sink, translator)
+            except (LeaseLost, SinkClosed):
+                return await self._end_stopped(sink, translator)
+            except Exception as exc:
+                if self.stop_reason in (LEASE_LOST, STORE_FAILED):
+                    return await self._end_stopped(sink, translator)
+                with contextlib.suppress(Exception):
+                    translator.flush_messages()
+                    await sink.flush()
+                return await self._end_failed(exc)
+        except LeaseLost:
+            return Outcome(None, "lease lost")
+        finally:
+            self._finished = True
+            await sink.close()
+
+    async def _stream(self, sink: EventSink, translator: Translator) -> Any:
+        run = self.run
+        graph = self.registry.for_run(run.graph, self.store.checkpointer())
+        config = run_config(run)
+        state = await graph.aget_state(config)
+        graph_input: Any = run.input
+        if state.metadata and state.metadata.get("run_id") == run.id:
+            # An earlier attempt of this run left checkpoints: continue from the last one.
+            sink.put(EventDraft("run.resumed", {
+                "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
+                "next": list(state.next),
+                "attempt": run.attempts,
+            }))
+            if not state.next:
+                return state.values  # it had finished; only the final write was lost
+            graph_input = None
+        async for part in graph.astream(
+            graph_input,
+            config,
+            stream_mode=["updates", "custom", "messages"],
+            subgraphs=True,
+            version="v2",
+            durability=self.settings.durability,
+            control=self.control,
+        ):
+            translator.feed(part)  # type: ignore[arg-type]
+        final = await graph.aget_state(config)
+        if final.next:
+            # Waits (interrupt()) become first-class in a later release; until then an
+            # interrupted run is reported as such, not as completed.
+            raise InterruptNotSupported(
+                f"graph stopped at interrupt before {list(final.next)}; "
+                "waiting runs are not supported yet"
+            )
+        return final.values
+
+    async def _end_completed(self, values: Any) -> Outcome:
+        result = to_jsonable(values)
+        faults.fault_point(faults.BEFORE_FINISH)
+        await self.store.finish(
+            self.lease,
+            RunStatus.COMPLETED,
+            EventDraft("run.completed", {"status": "completed", "result": result}),
+            result=result,
+        )
+        return Outcome(RunStatus.COMPLETED)
+
+    async def _end_failed(self, exc: BaseException) -> Outcome:
+        error = {
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "traceback": "".join(traceback.format_exception(exc)[-8:]),
+        }
+        log.warning("run %s failed: %s: %s", self.run.id, type(exc).__name__, exc)
+        await self.store.finish(
+            self.lease,
+            RunStatus.FAILED,
+            EventDraft("run.failed", {"status": "failed", "error": {k: error[k] for k in ("type", "message")}}),
+            error=error,
+        )
+        return Outcome(RunStatus.FAILED, str(exc))
+
+    async def _end_stopped(self, sink: EventSink, translator: Translator) -> Outcome:
+        with contextlib.suppress(Exception):
+            translator.flush_messages()
+            await sink.flush()
+        if self.stop_reason == LEASE_LOST:
+            return Outcome(None, "lease lost")
+        if self.stop_reason == STORE_FAILED:
+            # Nothing can be written now; the worker lease will expire and the reaper
+            # requeues the run, which resumes from its last checkpoint.
+            return Outcome(None, "store failed")
+        if self.stop_reason == CANCEL:
+            current = await self.store.get_run(self.run.id)
+            reason = (current.error or {}).get("reason", "cancelled") if current else "cancelled"
+            await self.store.finish(
+                self.lease,
+                RunStatus.CANCELLED,
+                EventDraft("run.cancelled", {"status": "cancelled", "reason": reason}),
+                error={"type": "cancelled", "reason": reason},
+            )
+            return Outcome(RunStatus.CANCELLED, reason)
+        await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
+        return Outcome(None, "released")
+
+
+class InterruptNotSupported(RuntimeError):
+    pass

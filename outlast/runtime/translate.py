@@ -1,0 +1,111 @@
+"""LangGraph stream parts → outlast events.
+
+``updates`` become ``node.updated``, ``custom`` becomes ``custom``, and model token
+chunks (``messages``) are coalesced per message into ``message.delta`` events at most
+once per flush interval: a stream of a thousand tokens is a handful of events, not a
+thousand rows. Deltas are flushed before any other event so the log stays in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessageChunk
+
+from outlast.jsonable import to_jsonable
+from outlast.runtime.sink import EventSink, SinkClosed
+from outlast.store import EventDraft
+
+
+@dataclass(slots=True)
+class _Pending:
+    node: str | None
+    ns: str
+    text: list[str] = field(default_factory=list)
+    tool_call_chunks: list[Any] = field(default_factory=list)
+    chunks: int = 0
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
+        )
+    return ""
+
+
+class Translator:
+    def __init__(self, sink: EventSink, flush_interval: float) -> None:
+        self._sink = sink
+        self._interval = flush_interval
+        self._pending: dict[str, _Pending] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self.interrupts: list[Any] = []
+
+    def feed(self, part: dict[str, Any]) -> None:
+        kind = part.get("type")
+        ns = "|".join(part.get("ns", ()))
+        data = part.get("data")
+        if kind == "messages":
+            self._message(data, ns)
+            return
+        self.flush_messages()
+        if kind == "updates" and isinstance(data, dict):
+            for node, update in data.items():
+                if node == "__interrupt__":
+                    self.interrupts.extend(update if isinstance(update, list | tuple) else [update])
+                    self._sink.put(EventDraft("interrupt", {"ns": ns, "value": to_jsonable(update)}))
+                else:
+                    self._sink.put(
+                        EventDraft("node.updated", {"node": node, "ns": ns, "update": to_jsonable(update)})
+                    )
+        elif kind == "custom":
+            self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))
+
+    def _message(self, data: Any, ns: str) -> None:
+        message, meta = data
+        if not isinstance(message, BaseMessageChunk):
+            return  # whole messages also arrive as node updates; do not log them twice
+        key = message.id or "?"
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = _Pending(node=(meta or {}).get("langgraph_node"), ns=ns)
+            self._pending[key] = pending
+        pending.text.append(_text(message.content))
+        pending.tool_call_chunks.extend(to_jsonable(getattr(message, "tool_call_chunks", []) or []))
+        pending.chunks += 1
+        if self._interval <= 0:
+            self.flush_messages()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._interval, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        with contextlib.suppress(SinkClosed):  # the execution is told by the sink itself
+            self.flush_messages()
+
+    def flush_messages(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        for message_id, p in pending.items():
+            data: dict[str, Any] = {
+                "id": message_id,
+                "node": p.node,
+                "ns": p.ns,
+                "content": "".join(p.text),
+                "chunks": p.chunks,
+            }
+            if p.tool_call_chunks:
+                data["tool_call_chunks"] = p.tool_call_chunks
+            self._sink.put(EventDraft("message.delta", data))

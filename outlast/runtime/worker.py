@@ -1,0 +1,194 @@
+"""The worker: claims queued runs and executes them, keeps its lease, reaps the dead.
+
+One claim statement (``FOR UPDATE SKIP LOCKED`` on Postgres) takes up to the free
+capacity at once. A worker sleeps on the hub between claims and is woken by ``NOTIFY``
+(or, on SQLite, by the in-process publish) when a run becomes claimable; ``queue_poll``
+is only the safety net for a notification lost while the listener reconnected.
+
+Its lease is one statement for all its runs every ``worker_heartbeat`` seconds; a run
+missing from the answer was taken over, and its execution stops without writing. The
+reaper, which any worker runs, requeues runs whose worker stopped renewing.
+
+Shutdown drains: each run stops at its next step boundary (``RunControl.request_drain``)
+and goes back to the queue; after ``shutdown_grace`` the node in flight is cancelled and
+the run goes back from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+
+from outlast.config import Settings
+from outlast.graph.registry import GraphRegistry
+from outlast.runtime import faults
+from outlast.runtime.execution import CANCEL, LEASE_LOST, SHUTDOWN, Execution
+from outlast.store import RunStatus, Store
+from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        registry: GraphRegistry,
+        settings: Settings,
+        *,
+        worker_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings
+        self.id = worker_id or default_worker_id()
+        self.held: dict[str, Execution] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._stopping = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._background: list[asyncio.Task[None]] = []
+        self._unsubscribe = lambda: None
+        self.completed = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Claim and execute until ``stop()``; returns once every run is drained."""
+        self._unsubscribe = self.store.hub.subscribe(CONTROL, self._on_control)
+        self._background = [
+            asyncio.create_task(self._heartbeat_loop(), name="outlast-heartbeat"),
+            asyncio.create_task(self._reaper_loop(), name="outlast-reaper"),
+        ]
+        try:
+            await self._claim_loop()
+        finally:
+            self._unsubscribe()
+            await self._drain()
+            for task in self._background:
+                task.cancel()
+            for task in self._background:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._slot_freed.set()
+
+    async def _claim_loop(self) -> None:
+        settings = self.settings
+        with self.store.hub.watch(QUEUE) as wake:
+            while not self._stopping.is_set():
+                free = settings.worker_concurrency - len(self.held)
+                if free <= 0:
+                    self._slot_freed.clear()
+                    await self._slot_freed.wait()
+                    continue
+                wake.clear()
+                try:
+                    runs = await self.store.claim(self.id, settings.worker_lease_ttl, free)
+                except Exception as exc:  # database down: keep the worker alive
+                    log.warning("claim failed: %s", exc)
+                    await wait_for(self._stopping, min(settings.queue_poll, 1.0))
+                    continue
+                for run in runs:
+                    faults.fault_point(faults.AFTER_CLAIM)
+                    self._start(Execution(self.store, self.registry, settings, run, self.id))
+                if len(runs) < free:
+                    # Nothing more to take: sleep until a NOTIFY, a stop, or the safety net.
+                    waiter = asyncio.ensure_future(wake.wait())
+                    stopper = asyncio.ensure_future(self._stopping.wait())
+                    await asyncio.wait(
+                        {waiter, stopper},
+                        timeout=settings.queue_poll,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    waiter.cancel()
+                    stopper.cancel()
+
+    def _start(self, execution: Execution) -> None:
+        run_id = execution.run.id
+        self.held[run_id] = execution
+        if execution.run.status == RunStatus.CANCELLING:
+            execution.request_stop(CANCEL)
+        self._tasks[run_id] = asyncio.create_task(self._execute(execution), name=f"run-{run_id}")
+
+    async def _execute(self, execution: Execution) -> None:
+        run_id = execution.run.id
+        try:
+            outcome = await execution.execute()
+            log.info("run %s: %s %s", run_id, outcome.status or "stopped", outcome.detail)
+            if outcome.status is not None:
+                self.completed += 1
+        except Exception:
+            log.exception("run %s: execution crashed", run_id)
+        finally:
+            self.held.pop(run_id, None)
+            self._tasks.pop(run_id, None)
+            self._slot_freed.set()
+
+    async def _drain(self) -> None:
+        if not self._tasks:
+            return
+        for execution in list(self.held.values()):
+            execution.request_stop(SHUTDOWN)
+        tasks = list(self._tasks.values())
+        _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace)
+        if pending:
+            log.warning("%d run(s) did not reach a step boundary; cancelling their nodes", len(pending))
+            for execution in list(self.held.values()):
+                execution.interrupt_node()
+            await asyncio.wait(pending, timeout=max(self.settings.shutdown_grace, 5.0))
+
+    # -- leases and control ------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.worker_heartbeat)
+            before = set(self.held)
+            try:
+                held = await self.store.renew(self.id, self.settings.worker_lease_ttl)
+            except Exception as exc:
+                log.warning("lease renewal failed: %s", exc)
+                continue
+            rows = {h.run_id: h for h in held}
+            for run_id in before:
+                execution = self.held.get(run_id)
+                if execution is None or not execution.busy:
+                    continue
+                row = rows.get(run_id)
+                if row is None or row.epoch != execution.lease.epoch:
+                    log.warning("run %s: lease lost; stopping without further writes", run_id)
+                    execution.request_stop(LEASE_LOST)
+                elif row.status == RunStatus.CANCELLING:
+                    execution.request_stop(CANCEL)
+
+    async def _reaper_loop(self) -> None:
+        while True:
+            try:
+                for reaped in await self.store.reap():
+                    log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
+            except Exception as exc:
+                log.warning("reaper failed: %s", exc)
+            await asyncio.sleep(self.settings.reaper_interval)
+
+    def _on_control(self, run_id: str) -> None:
+        targets = list(self.held) if run_id == ANY else [run_id]
+        for target in targets:
+            if target in self.held:
+                asyncio.create_task(self._check_control(target))
+
+    async def _check_control(self, run_id: str) -> None:
+        execution = self.held.get(run_id)
+        if execution is None:
+            return
+        run = await self.store.get_run(run_id)
+        if run is not None and run.status == RunStatus.CANCELLING:
+            execution.request_stop(CANCEL)
