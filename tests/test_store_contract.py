@@ -177,3 +177,24 @@ async def test_prune_and_first_retained(store: Store) -> None:
     assert await store.prune_events(run.id, 4) == 4
     assert await store.first_retained_seq(run.id) == 5
     assert [e.seq for e in await store.read_events(run.id, 0, 100)] == [5, 6, 7]
+
+
+async def test_one_active_run_per_thread_in_order(store: Store) -> None:
+    first, _ = await store.create_run(new_run(thread_id="T"))
+    second, _ = await store.create_run(new_run(thread_id="T"))
+    other, _ = await store.create_run(new_run(thread_id="U"))
+    claimed = await store.claim("w", 30, 10)
+    assert [r.id for r in claimed] == [first.id, other.id]
+    assert await store.claim("w", 30, 10) == []  # second waits for first
+    await store.finish(Lease(first.id, "w", claimed[0].lease_epoch), RunStatus.COMPLETED,
+                       EventDraft("run.completed", {}))
+    (then,) = await store.claim("w", 30, 10)
+    assert then.id == second.id
+
+
+async def test_cancelled_queued_run_unblocks_its_thread(store: Store) -> None:
+    first, _ = await store.create_run(new_run(thread_id="T"))
+    second, _ = await store.create_run(new_run(thread_id="T"))
+    await store.request_cancel(first.id, "x")
+    (claimed,) = await store.claim("w", 30, 10)
+    assert claimed.id == second.id

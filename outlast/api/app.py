@@ -12,10 +12,12 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp
 
 from outlast import __version__
 from outlast.api import problems
 from outlast.api.context import AppContext
+from outlast.api.limits import BodyLimitProblems
 from outlast.api.runs import router as runs_router
 from outlast.config import Settings
 from outlast.errors import StoreUnavailable
@@ -24,6 +26,13 @@ from outlast.runtime.worker import Worker
 from outlast.store import Store, make_store
 
 log = logging.getLogger(__name__)
+
+
+class OutlastAPI(FastAPI):
+    """FastAPI with the body-limit problem layer outside everything else."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return BodyLimitProblems(super().build_middleware_stack(), self.max_body_size or 0)
 
 
 def create_app(
@@ -56,7 +65,7 @@ def create_app(
                     await task
             await s.close()
 
-    app = FastAPI(
+    app = OutlastAPI(
         title="outlast",
         version=__version__,
         description="A durable runtime for LangGraph agents: the connection can die; "

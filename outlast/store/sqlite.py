@@ -317,12 +317,14 @@ class SqliteStore(Store):
         result: Any = None,
         error: dict[str, Any] | None = None,
     ) -> int:
-        return await self._end(
+        seq = await self._end(
             lease, "finish",
             {"status": status.value, "result": dumps_or_none(result),
              "error": dumps_or_none(error)},
             event,
         )
+        self.hub.publish(QUEUE, lease.run_id)  # the thread's next run may go now
+        return seq
 
     async def release(self, lease: Lease, reason: str) -> int:
         seq = await self._end(lease, "release", {}, None, reason)
@@ -342,6 +344,7 @@ class SqliteStore(Store):
             return await self.get_run(run_id)
         self.hub.publish(EVENTS, run_id)
         self.hub.publish(CONTROL, run_id)
+        self.hub.publish(QUEUE, run_id)
         return run
 
     async def reap(self, limit: int = 100) -> list[Reaped]:

@@ -36,6 +36,8 @@ CREATE INDEX outlast_runs_leases ON outlast_runs (lease_expires_at)
     WHERE status IN ('running', 'cancelling');
 CREATE INDEX outlast_runs_worker ON outlast_runs (worker_id) WHERE worker_id IS NOT NULL;
 CREATE INDEX outlast_runs_thread ON outlast_runs (thread_id, pos DESC);
+CREATE INDEX outlast_runs_thread_active ON outlast_runs (thread_id)
+    WHERE status IN ('queued', 'running', 'cancelling', 'waiting');
 CREATE INDEX outlast_runs_status ON outlast_runs (status, pos DESC);
 
 -- Events: the ordered, persisted view of a run. seq is 1, 2, 3 … per run, no holes;

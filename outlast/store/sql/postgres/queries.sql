@@ -45,10 +45,17 @@ SELECT min(seq) AS seq FROM outlast_events WHERE run_id = %(run_id)s;
 DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s;
 
 -- name: claim
+-- One active run per thread: a thread is one checkpoint lineage, so a run waits until
+-- the thread's earlier runs (queued before it, running, cancelling or waiting) are done.
 WITH picked AS (
-    SELECT id FROM outlast_runs
-    WHERE status = 'queued'
-    ORDER BY pos
+    SELECT q.id FROM outlast_runs q
+    WHERE q.status = 'queued'
+      AND NOT EXISTS (
+          SELECT 1 FROM outlast_runs o
+          WHERE o.thread_id = q.thread_id AND o.id <> q.id
+            AND (o.status IN ('running', 'cancelling', 'waiting')
+                 OR (o.status = 'queued' AND o.pos < q.pos)))
+    ORDER BY q.pos
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), upd AS (
@@ -103,7 +110,9 @@ WITH r AS (
     SELECT id, last_seq, %(type)s, %(data)s::jsonb FROM r
     RETURNING run_id, seq
 )
-SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS notified FROM ins;
+SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
+       pg_notify('outlast_queue', run_id::text) AS n2  -- the thread's next run may go now
+FROM ins;
 
 -- name: release
 WITH r AS (
@@ -148,7 +157,8 @@ WITH r AS (
     FROM r
 )
 SELECT r.*, pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
-       pg_notify('outlast_control', r.id::text) AS n2
+       pg_notify('outlast_control', r.id::text) AS n2,
+       pg_notify('outlast_queue', r.id::text) AS n3
 FROM r;
 
 -- name: reap

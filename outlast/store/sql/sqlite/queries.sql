@@ -49,8 +49,16 @@ SET status = 'running', worker_id = :worker_id, lease_epoch = lease_epoch + 1,
     lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
     attempts = attempts + 1, last_seq = last_seq + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
-WHERE id IN (SELECT id FROM outlast_runs WHERE status = 'queued'
-             ORDER BY pos LIMIT :limit)
+WHERE id IN (
+    -- One active run per thread (see the Postgres query).
+    SELECT q.id FROM outlast_runs q
+    WHERE q.status = 'queued'
+      AND NOT EXISTS (
+          SELECT 1 FROM outlast_runs o
+          WHERE o.thread_id = q.thread_id AND o.id <> q.id
+            AND (o.status IN ('running', 'cancelling', 'waiting')
+                 OR (o.status = 'queued' AND o.pos < q.pos)))
+    ORDER BY q.pos LIMIT :limit)
 RETURNING *;
 
 -- name: renew

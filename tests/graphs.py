@@ -1,0 +1,129 @@
+"""Graphs used by the tests (listed in tests/langgraph.json).
+
+``counted`` logs every node execution to a file so a test can count re-executions, and
+can stop inside a chosen node (once) so a test can kill the worker exactly there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+
+NODES = [f"n{i}" for i in range(1, 7)]
+
+
+class CountedState(TypedDict, total=False):
+    done: Annotated[list[str], operator.add]
+
+
+def _counted_node(name: str) -> Any:
+    async def node(state: CountedState, config: RunnableConfig) -> dict[str, Any]:
+        conf = config.get("configurable", {})
+        log = Path(conf["count_file"])
+        with log.open("a") as f:
+            f.write(name + "\n")
+        get_stream_writer()({"entered": name})
+        if conf.get("block_at") == name:
+            marker = log.with_suffix(".entered")
+            if not marker.exists():
+                marker.write_text(name)
+                # Stay inside the node until the test kills this process.
+                await asyncio.sleep(120)
+        delay = float(conf.get("step_delay", 0))
+        if delay:
+            await asyncio.sleep(delay)
+        return {"done": [name]}
+
+    return node
+
+
+def _build_counted() -> Any:
+    b = StateGraph(CountedState)
+    prev = START
+    for name in NODES:
+        b.add_node(name, _counted_node(name))
+        b.add_edge(prev, name)
+        prev = name
+    b.add_edge(prev, END)
+    return b.compile()
+
+
+counted = _build_counted()
+
+
+class SlowState(TypedDict, total=False):
+    ticks: Annotated[list[int], operator.add]
+    cancelled_in: str
+
+
+async def _slow(state: SlowState, config: RunnableConfig) -> dict[str, Any]:
+    conf = config.get("configurable", {})
+    marker = conf.get("marker")
+    if marker:
+        Path(marker).write_text("in node")
+    try:
+        await asyncio.sleep(float(conf.get("sleep", 60)))
+    except asyncio.CancelledError:
+        if marker:
+            Path(marker).write_text("cancelled in node")
+        raise
+    return {"ticks": [1]}
+
+
+def _build_slow() -> Any:
+    b = StateGraph(SlowState)
+    b.add_node("wait_a_while", _slow)
+    b.add_edge(START, "wait_a_while")
+    b.add_edge("wait_a_while", END)
+    return b.compile()
+
+
+slow = _build_slow()
+
+
+class ChatState(TypedDict, total=False):
+    reply: str
+
+
+async def _chat(state: ChatState, config: RunnableConfig) -> dict[str, Any]:
+    words = int(config.get("configurable", {}).get("words", 200))
+    text = " ".join(f"w{i}" for i in range(words))
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
+    reply = ""
+    async for chunk in model.astream("go"):
+        reply += str(chunk.content)
+    return {"reply": reply}
+
+
+def _build_chatty() -> Any:
+    b = StateGraph(ChatState)
+    b.add_node("talk", _chat)
+    b.add_edge(START, "talk")
+    b.add_edge("talk", END)
+    return b.compile()
+
+
+chatty = _build_chatty()
+
+
+async def _boom(state: dict[str, Any]) -> dict[str, Any]:
+    raise ValueError("the tool exploded")
+
+
+def _build_boom() -> Any:
+    b = StateGraph(CountedState)
+    b.add_node("explode", _boom)
+    b.add_edge(START, "explode")
+    b.add_edge("explode", END)
+    return b.compile()
+
+
+boom = _build_boom()
