@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -28,9 +29,8 @@ BACKENDS = ["sqlite", "postgres"]
 
 
 def _with_db(url: str, dbname: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    info["dbname"] = dbname
-    return psycopg.conninfo.make_conninfo(**info)
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
 
 
 @pytest.fixture(scope="session")

@@ -120,7 +120,10 @@ class Execution:
                 return await self._end_stopped(sink, translator)
             except GraphDrained:
                 return await self._end_stopped(sink, translator)
-            except (LeaseLost, SinkClosed):
+            except LeaseLost:  # a fenced checkpoint write
+                self.request_stop(LEASE_LOST)
+                return await self._end_stopped(sink, translator)
+            except SinkClosed:
                 return await self._end_stopped(sink, translator)
             except Exception as exc:
                 if self.stop_reason in (LEASE_LOST, STORE_FAILED):
@@ -137,7 +140,7 @@ class Execution:
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
         run = self.run
-        graph = self.registry.for_run(run.graph, self.store.checkpointer())
+        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
         config = run_config(run)
         state = await graph.aget_state(config)
         graph_input: Any = run.input

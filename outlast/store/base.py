@@ -157,8 +157,9 @@ class Store(abc.ABC):
         """Raise StoreUnavailable when the database does not answer."""
 
     @abc.abstractmethod
-    def checkpointer(self) -> BaseCheckpointSaver[Any]:
-        """A LangGraph saver for one run over the shared connections."""
+    def checkpointer(self, lease: Lease | None = None) -> BaseCheckpointSaver[Any]:
+        """A LangGraph saver for one run over the shared connections; with a lease, its
+        writes are fenced like every other worker write (where the backend can)."""
 
     # -- acceptance and reads ------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from outlast.store.base import (
 )
 from outlast.store.hub import Hub
 from outlast.store.pg_listen import Listener
+from outlast.store.pg_saver import FencedPostgresSaver
 from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
 from outlast.store.sqlfiles import migrations, queries
 
@@ -129,10 +130,8 @@ class PostgresStore(Store):
         except Exception as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def checkpointer(self) -> AsyncPostgresSaver:
-        # One saver per run: AsyncPostgresSaver serializes all I/O of an instance behind
-        # one asyncio.Lock (langgraph#7259), so a shared saver would serialize all runs.
-        return AsyncPostgresSaver(self.pool)
+    def checkpointer(self, lease: Lease | None = None) -> AsyncPostgresSaver:
+        return FencedPostgresSaver(self.pool, lease)
 
     async def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:

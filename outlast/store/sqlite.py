@@ -147,7 +147,10 @@ class SqliteStore(Store):
         except Exception as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def checkpointer(self) -> AsyncSqliteSaver:
+    def checkpointer(self, lease: Lease | None = None) -> AsyncSqliteSaver:
+        """One saver for the process. Not fenced: checkpoints live in another file, so no
+        transaction can cover both; on the single-process embedded store the worker
+        itself stops a run whose lease it lost (see ARCHITECTURE.md)."""
         if self._saver is None:
             raise RuntimeError("SqliteStore.open() was not called")
         return self._saver

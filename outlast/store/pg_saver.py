@@ -1,0 +1,56 @@
+"""The Postgres checkpointer, fenced by the run's lease and free of the global lock.
+
+Two changes to ``AsyncPostgresSaver``, both in ``_cursor``, the one place it opens
+connections:
+
+- No instance lock. Upstream takes one ``asyncio.Lock`` around every cursor, even on a
+  pool (langgraph#7259), which would serialize the checkpoint I/O of every run sharing
+  a saver. Each run gets its own saver here, and each cursor its own pool connection.
+- Fenced writes. Every write (the saver asks for ``pipeline=True`` exactly for its
+  writes) runs in a transaction that first locks the run row ``FOR SHARE`` and checks
+  the worker and epoch of the lease. A worker presumed dead that wakes up again cannot
+  add a checkpoint to a thread another worker now owns: the reaper's ``UPDATE`` waits for
+  an in-flight checkpoint to commit, and any later write of the old holder is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncCursor
+from psycopg.rows import DictRow, dict_row
+
+from outlast.errors import LeaseLost
+from outlast.store.base import Lease
+
+_FENCE = (
+    "SELECT 1 FROM outlast_runs WHERE id = %s AND worker_id = %s AND lease_epoch = %s"
+    " AND status IN ('running', 'cancelling') FOR SHARE"
+)
+
+
+class FencedPostgresSaver(AsyncPostgresSaver):
+    def __init__(self, pool: Any, lease: Lease | None) -> None:
+        super().__init__(pool)
+        self.lease = lease
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
+        async with self.conn.connection() as conn:  # type: ignore[union-attr]
+            if not pipeline:
+                async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+                return
+            async with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                if self.lease is not None:
+                    lease = self.lease
+                    await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
+                    if await cur.fetchone() is None:
+                        raise LeaseLost(
+                            f"run {lease.run_id}: checkpoint refused, lease epoch "
+                            f"{lease.epoch} is no longer held"
+                        )
+                yield cur

@@ -1,0 +1,71 @@
+"""Worker processes for crash tests: real processes, killed with real signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from outlast.store import Event, Run, Store
+from tests.harness import GRAPHS
+
+FAST_LEASES = {
+    "OUTLAST_WORKER_LEASE_TTL": "1.5",
+    "OUTLAST_WORKER_HEARTBEAT": "0.3",
+    "OUTLAST_REAPER_INTERVAL": "0.3",
+    "OUTLAST_QUEUE_POLL": "0.5",
+    "OUTLAST_SHUTDOWN_GRACE": "5",
+}
+
+
+def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
+    return subprocess.Popen(
+        [sys.executable, "-m", "outlast.cli", "worker", "--config", str(GRAPHS),
+         "--log-level", "info"],
+        env=full_env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        cwd=Path(__file__).parent.parent,
+    )
+
+
+def kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    if sig in (signal.SIGKILL, signal.SIGTERM):
+        proc.wait(timeout=30)
+
+
+async def wait_for_file(path: Path, timeout: float = 30) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if path.exists():
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"{path} did not appear within {timeout}s")
+
+
+async def wait_for_status(store: Store, run_id: str, statuses: set[str], timeout: float = 60,
+                          proc: Any = None) -> Run:
+    for _ in range(int(timeout / 0.05)):
+        run = await store.get_run(run_id)
+        if run is not None and run.status.value in statuses:
+            return run
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"worker exited with {proc.returncode}")
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"run {run_id} not in {statuses} within {timeout}s: {run}")
+
+
+async def all_events(store: Store, run_id: str) -> list[Event]:
+    return await store.read_events(run_id, 0, 100_000)
+
+
+def assert_exact_log(events: list[Event]) -> None:
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), f"holes or repeats in {seqs}"
+    assert sum(e.terminal for e in events) == 1 and events[-1].terminal

@@ -1,0 +1,179 @@
+"""Crash recovery with real processes: SIGKILL inside a node, SIGSTOP past the lease.
+
+Postgres is the backend these guarantees are made for (many processes, many machines);
+SQLite runs the same scenarios with two processes on one file.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from outlast.runtime.accept import RunRequest, accept
+from outlast.store import RunStatus, Store
+from tests.conftest import open_pg
+from tests.procs import (
+    all_events,
+    assert_exact_log,
+    kill,
+    start_worker,
+    wait_for_file,
+    wait_for_status,
+)
+
+pytestmark = pytest.mark.slow
+
+GRAPHS = ["steps", "counted", "slow", "chatty", "boom"]
+
+
+async def _accept(store: Store, count_file: Path, **conf: object) -> str:
+    run, _ = await accept(
+        store,
+        RunRequest(graph="counted", input={},
+                   config={"configurable": {"count_file": str(count_file), **conf}}),
+        graphs=GRAPHS, max_attempts=3,
+    )
+    return run.id
+
+
+async def test_sigkill_inside_a_node_resumes_from_the_last_checkpoint(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    count = tmp_path / "count.log"
+    run_id = await _accept(store, count, block_at="n4")
+    first = start_worker(db_url, tmp_path / "w1.log")
+    second = None
+    try:
+        await wait_for_file(count.with_suffix(".entered"))  # inside n4, n1..n3 checkpointed
+        kill(first)  # SIGKILL: no drain, no release, no finally
+        crashed = await store.get_run(run_id)
+        assert crashed is not None and crashed.status == RunStatus.RUNNING  # nobody knows yet
+        second = start_worker(db_url, tmp_path / "w2.log")
+        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+    finally:
+        kill(first)
+        if second is not None:
+            kill(second, signal.SIGTERM)
+    assert final.status == RunStatus.COMPLETED, (tmp_path / "w2.log").read_text()
+    assert final.attempts == 2
+    assert final.result == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+    # finished nodes did not run again; the node in flight did
+    assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n4", "n5", "n6"]
+    events = await all_events(store, run_id)
+    assert_exact_log(events)
+    types = [e.type for e in events]
+    assert types.count("run.started") == 2 and "run.requeued" in types
+    resumed = next(e for e in events if e.type == "run.resumed")
+    assert resumed.data["next"] == ["n4"]
+    updated = [e.data["node"] for e in events if e.type == "node.updated"]
+    assert updated == ["n1", "n2", "n3", "n4", "n5", "n6"]
+
+
+async def test_a_frozen_worker_is_fenced_after_takeover(
+    store: Store, db_url: str, tmp_path: Path, backend: str
+) -> None:
+    """SIGSTOP a worker in the middle of a node for longer than its lease; another worker
+    takes the run over and finishes it; the first one, resumed with SIGCONT, finishes its
+    node and is refused every write: no event, no checkpoint, no status change."""
+    count = tmp_path / "count.log"
+    run_id = await _accept(store, count, step_delay=1.0)
+    first = start_worker(db_url, tmp_path / "w1.log")
+    second = None
+    try:
+        await wait_for_file(count)  # n1 entered, sleeping 1 s inside it
+        first.send_signal(signal.SIGSTOP)
+        second = start_worker(db_url, tmp_path / "w2.log")
+        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+        events_before = await all_events(store, run_id)
+        first.send_signal(signal.SIGCONT)
+        # let the old worker wake, finish n1 and try to write; it must stop by itself
+        await _wait_log(tmp_path / "w1.log", "lease lost")
+    finally:
+        kill(first)
+        if second is not None:
+            kill(second, signal.SIGTERM)
+    assert final.status == RunStatus.COMPLETED
+    events = await all_events(store, run_id)
+    assert [e.seq for e in events] == [e.seq for e in events_before]
+    assert_exact_log(events)
+    again = await store.get_run(run_id)
+    assert again is not None and again.status == RunStatus.COMPLETED
+    assert again.result == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+    if backend == "postgres":
+        # the thread's checkpoints were not forked by the zombie
+        from outlast.graph.registry import GraphRegistry
+        from outlast.runtime.execution import run_config
+        from tests.harness import GRAPHS as GRAPHS_FILE
+
+        graph = GraphRegistry.from_config(GRAPHS_FILE).for_run("counted", store.checkpointer())
+        state = await graph.aget_state(run_config(again))
+        assert state.values == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]} and not state.next
+
+
+async def _wait_log(log: Path, needle: str, timeout: float = 30) -> None:
+    import asyncio
+
+    for _ in range(int(timeout / 0.05)):
+        if needle in log.read_text(errors="replace"):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{needle!r} not in {log}:\n{log.read_text(errors='replace')}")
+
+
+async def test_sigterm_drains_at_a_step_boundary_and_leaves_the_run_claimable(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    count = tmp_path / "count.log"
+    run_id = await _accept(store, count, step_delay=0.4)
+    first = start_worker(db_url, tmp_path / "w1.log")
+    second = None
+    try:
+        await _wait_log_lines(count, 2)  # inside n2
+        kill(first, signal.SIGTERM)  # graceful: drain at the end of n2
+        assert first.returncode == 0, (tmp_path / "w1.log").read_text()
+        released = await store.get_run(run_id)
+        assert released is not None and released.status == RunStatus.QUEUED
+        assert released.attempts == 0  # a drain is not a failed attempt
+        second = start_worker(db_url, tmp_path / "w2.log")
+        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+    finally:
+        kill(first)
+        if second is not None:
+            kill(second, signal.SIGTERM)
+    assert final.status == RunStatus.COMPLETED and final.attempts == 1
+    # the node in flight finished before the drain: nothing ran twice
+    assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n5", "n6"]
+    events = await all_events(store, run_id)
+    assert_exact_log(events)
+    released_event = next(e for e in events if e.type == "run.released")
+    assert released_event.data["reason"] == "shutdown"
+
+
+async def test_new_runs_wake_an_idle_worker_in_another_process(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Postgres only (NOTIFY crosses processes; SQLite's wake-up is in-process). The
+    worker's safety-net poll is set to 120 s: only a notification can wake it in time."""
+    store = await open_pg(pg_url)
+    worker = start_worker(pg_url, tmp_path / "w.log", OUTLAST_QUEUE_POLL="120")
+    try:
+        first = await _accept(store, tmp_path / "a.log")
+        await wait_for_status(store, first, {"completed"}, timeout=30, proc=worker)
+        second = await _accept(store, tmp_path / "b.log")  # the worker is idle, asleep
+        done = await wait_for_status(store, second, {"completed"}, timeout=30, proc=worker)
+    finally:
+        kill(worker, signal.SIGTERM)
+        await store.close()
+    assert done.attempts == 1
+
+
+async def _wait_log_lines(path: Path, lines: int, timeout: float = 30) -> None:
+    import asyncio
+
+    for _ in range(int(timeout / 0.02)):
+        if path.exists() and len(path.read_text().split()) >= lines:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never reached {lines} lines")
