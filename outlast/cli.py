@@ -25,12 +25,21 @@ console = Console(stderr=True)
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database-url", help="postgresql://… (default: SQLite in --data-dir)")
     parser.add_argument("--data-dir", type=Path, help="folder of the embedded store (.outlast)")
-    parser.add_argument("--config", dest="graphs_file", type=Path,
-                        help="langgraph.json listing the graphs (default: ./langgraph.json)")
-    parser.add_argument("--graph", dest="graphs", action="append",
-                        help="extra graph as name=module:attr or name=path.py:attr (repeatable)")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--config",
+        dest="graphs_file",
+        type=Path,
+        help="langgraph.json listing the graphs (default: ./langgraph.json)",
+    )
+    parser.add_argument(
+        "--graph",
+        dest="graphs",
+        action="append",
+        help="extra graph as name=module:attr or name=path.py:attr (repeatable)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
 
 
 def _settings(args: argparse.Namespace, *keys: str) -> Settings:
@@ -44,8 +53,11 @@ def _settings(args: argparse.Namespace, *keys: str) -> Settings:
 
 def _describe(settings: Settings) -> str:
     if settings.database_url:
-        return settings.database_url.split("@")[-1] if "@" in settings.database_url \
+        return (
+            settings.database_url.split("@")[-1]
+            if "@" in settings.database_url
             else settings.database_url
+        )
     return f"SQLite in {settings.data_dir}/ (embedded default)"
 
 
@@ -59,11 +71,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     base = f"http://{settings.host}:{settings.port}"
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {_describe(settings)}")
-    console.print(f"  worker: {'none (--no-worker)' if args.no_worker else 'in-process'}"
-                  f"   docs: {base}/docs")
+    console.print(
+        f"  worker: {'none (--no-worker)' if args.no_worker else 'in-process'}   docs: {base}/docs"
+    )
     console.print(
         f"  try:   curl -si -X POST {base}/v1/runs -H 'content-type: application/json' "
-        "-d '{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}}'"
+        '-d \'{"input": {"messages": [{"role": "user", "content": "hello"}]}}\''
     )
     console.print(f"         curl -N {base}/v1/runs/<id>/events")
     config = uvicorn.Config(
@@ -91,8 +104,10 @@ async def _worker_main(settings: Settings) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)
-        console.print(f"[bold]outlast worker[/] {worker.id} on {_describe(settings)}; "
-                      f"graphs: {', '.join(graphs.names)}")
+        console.print(
+            f"[bold]outlast worker[/] {worker.id} on {_describe(settings)}; "
+            f"graphs: {', '.join(graphs.names)}"
+        )
         await worker.run()
         console.print(f"worker {worker.id} stopped after {worker.completed} run(s)")
     finally:
@@ -102,8 +117,10 @@ async def _worker_main(settings: Settings) -> None:
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = _settings(args, "worker_concurrency")
     if not settings.database_url:
-        console.print("[yellow]note:[/] a separate worker on SQLite is only woken by polling; "
-                      "use Postgres (--database-url) to run workers apart from the server")
+        console.print(
+            "[yellow]note:[/] a separate worker on SQLite is only woken by polling; "
+            "use Postgres (--database-url) to run workers apart from the server"
+        )
     asyncio.run(_worker_main(settings))
     return 0
 
@@ -122,8 +139,9 @@ async def _migrate(settings: Settings) -> list[str]:
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     applied = asyncio.run(_migrate(settings))
-    console.print(f"{_describe(settings)}: " +
-                  (f"applied {', '.join(applied)}" if applied else "up to date"))
+    console.print(
+        f"{_describe(settings)}: " + (f"applied {', '.join(applied)}" if applied else "up to date")
+    )
     return 0
 
 
@@ -137,8 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--concurrency", dest="worker_concurrency", type=int)
-    serve.add_argument("--no-worker", action="store_true",
-                       help="API only; run `outlast worker` processes separately (Postgres)")
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="API only; run `outlast worker` processes separately (Postgres)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     worker = sub.add_parser("worker", help="a worker alone, for another process or machine")

@@ -46,7 +46,9 @@ class Settings(BaseSettings):
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)
     message_flush_interval: float = Field(
-        default=0.1, ge=0, description="model token chunks are coalesced into one event per interval"
+        default=0.1,
+        ge=0,
+        description="model token chunks are coalesced into one event per interval",
     )
 
     max_body_bytes: int = Field(default=1_000_000, ge=1024)

@@ -87,7 +87,9 @@ def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+async def store(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Store]:
     if backend == "postgres":
         s: Store = await open_pg(request.getfixturevalue("pg_url"))
     else:

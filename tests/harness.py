@@ -49,8 +49,9 @@ class Server:
 
 
 @contextlib.asynccontextmanager
-async def serve(store: Store, settings: Settings | None = None, *,
-                with_worker: bool = True) -> AsyncIterator[Server]:
+async def serve(
+    store: Store, settings: Settings | None = None, *, with_worker: bool = True
+) -> AsyncIterator[Server]:
     settings = settings or test_settings()
     app = create_app(
         settings,
@@ -59,8 +60,9 @@ async def serve(store: Store, settings: Settings | None = None, *,
         with_worker=with_worker,
         migrate=False,
     )
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -123,14 +125,20 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[SSE]:
             data.append(value)
 
 
-async def collect(client: httpx.AsyncClient, run_id: str, *, after: int | None = None,
-                  last_event_id: str | None = None) -> list[SSE]:
+async def collect(
+    client: httpx.AsyncClient,
+    run_id: str,
+    *,
+    after: int | None = None,
+    last_event_id: str | None = None,
+) -> list[SSE]:
     """Read a run's stream to its end."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id is not None else {}
     params = {"after": str(after)} if after is not None else {}
     out: list[SSE] = []
-    async with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers,
-                             params=params) as response:
+    async with client.stream(
+        "GET", f"/v1/runs/{run_id}/events", headers=headers, params=params
+    ) as response:
         assert response.status_code == 200, await response.aread()
         async for item in sse_events(response):
             out.append(item)
@@ -144,7 +152,9 @@ async def post_run(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return result
 
 
-async def wait_result(client: httpx.AsyncClient, run_id: str, timeout: float = 30) -> dict[str, Any]:
+async def wait_result(
+    client: httpx.AsyncClient, run_id: str, timeout: float = 30
+) -> dict[str, Any]:
     response = await client.get(f"/v1/runs/{run_id}/result", params={"wait": timeout})
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()

@@ -25,8 +25,16 @@ FAST_LEASES = {
 def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
     full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
     return subprocess.Popen(
-        [sys.executable, "-m", "outlast.cli", "worker", "--config", str(GRAPHS),
-         "--log-level", "info"],
+        [
+            sys.executable,
+            "-m",
+            "outlast.cli",
+            "worker",
+            "--config",
+            str(GRAPHS),
+            "--log-level",
+            "info",
+        ],
         env=full_env,
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
@@ -49,8 +57,9 @@ async def wait_for_file(path: Path, timeout: float = 30) -> None:
     raise TimeoutError(f"{path} did not appear within {timeout}s")
 
 
-async def wait_for_status(store: Store, run_id: str, statuses: set[str], timeout: float = 60,
-                          proc: Any = None) -> Run:
+async def wait_for_status(
+    store: Store, run_id: str, statuses: set[str], timeout: float = 60, proc: Any = None
+) -> Run:
     for _ in range(int(timeout / 0.05)):
         run = await store.get_run(run_id)
         if run is not None and run.status.value in statuses:

@@ -58,16 +58,24 @@ async def test_result_endpoint_waits_then_answers_202(store: Store) -> None:
 
 async def test_listing_newest_first_filters_and_pages(store: Store) -> None:
     async with serve(store) as srv:
-        ids = [(await post_run(srv.client, input=MESSAGES, thread_id="thread-a"))["id"]
-               for _ in range(3)]
+        ids = [
+            (await post_run(srv.client, input=MESSAGES, thread_id="thread-a"))["id"]
+            for _ in range(3)
+        ]
         other = await post_run(srv.client, input=MESSAGES, thread_id="thread-b")
         for run_id in [*ids, other["id"]]:
             await wait_result(srv.client, run_id)
-        page = (await srv.client.get("/v1/runs", params={"thread_id": "thread-a", "limit": 2})).json()
+        page = (
+            await srv.client.get("/v1/runs", params={"thread_id": "thread-a", "limit": 2})
+        ).json()
         assert [r["id"] for r in page["runs"]] == ids[::-1][:2]
         assert page["next_cursor"]
-        page2 = (await srv.client.get("/v1/runs", params={
-            "thread_id": "thread-a", "limit": 2, "cursor": page["next_cursor"]})).json()
+        page2 = (
+            await srv.client.get(
+                "/v1/runs",
+                params={"thread_id": "thread-a", "limit": 2, "cursor": page["next_cursor"]},
+            )
+        ).json()
         assert [r["id"] for r in page2["runs"]] == ids[:1] and page2["next_cursor"] is None
         done = (await srv.client.get("/v1/runs", params={"status": "completed"})).json()
         assert {r["id"] for r in done["runs"]} == {*ids, other["id"]}
@@ -80,7 +88,9 @@ async def test_fifty_concurrent_posts_with_one_key_make_one_run(store: Store) ->
         body = {"input": MESSAGES, "metadata": {"try": 1}}
 
         async def post() -> httpx.Response:
-            return await srv.client.post("/v1/runs", json=body, headers={"Idempotency-Key": "order-42"})
+            return await srv.client.post(
+                "/v1/runs", json=body, headers={"Idempotency-Key": "order-42"}
+            )
 
         responses = await asyncio.gather(*(post() for _ in range(50)))
         assert {r.status_code for r in responses} == {202}
@@ -91,8 +101,11 @@ async def test_fifty_concurrent_posts_with_one_key_make_one_run(store: Store) ->
         listing = (await srv.client.get("/v1/runs")).json()
         assert [r["id"] for r in listing["runs"]] == list(ids)
         # same key, another body: refused, nothing written
-        other = await srv.client.post("/v1/runs", json={**body, "metadata": {"try": 2}},
-                                      headers={"Idempotency-Key": "order-42"})
+        other = await srv.client.post(
+            "/v1/runs",
+            json={**body, "metadata": {"try": 2}},
+            headers={"Idempotency-Key": "order-42"},
+        )
         assert other.status_code == 422
         assert other.headers["content-type"] == "application/problem+json"
         assert "order-42" in other.json()["detail"]
@@ -104,7 +117,9 @@ async def test_fifty_concurrent_posts_with_one_key_make_one_run(store: Store) ->
 async def test_cancel_queued_run(store: Store) -> None:
     async with serve(store, with_worker=False) as srv:
         run = await post_run(srv.client, input=MESSAGES)
-        first = await srv.client.post(f"/v1/runs/{run['id']}/cancel", json={"reason": "changed my mind"})
+        first = await srv.client.post(
+            f"/v1/runs/{run['id']}/cancel", json={"reason": "changed my mind"}
+        )
         assert first.status_code == 202 and first.json()["status"] == "cancelled"
         second = await srv.client.post(f"/v1/runs/{run['id']}/cancel")
         assert second.status_code == 202 and second.json()["status"] == "cancelled"
@@ -125,8 +140,9 @@ async def test_cancel_running_run_cancels_node_in_flight_and_is_idempotent(
 ) -> None:
     marker = tmp_path / "marker"
     async with serve(store) as srv:
-        run = await post_run(srv.client, graph="slow",
-                             config={"configurable": {"sleep": 60, "marker": str(marker)}})
+        run = await post_run(
+            srv.client, graph="slow", config={"configurable": {"sleep": 60, "marker": str(marker)}}
+        )
         async with srv.client.stream("GET", f"/v1/runs/{run['id']}/events") as response:
             from tests.harness import sse_events
 
@@ -140,8 +156,9 @@ async def test_cancel_running_run_cancels_node_in_flight_and_is_idempotent(
                 break
             await asyncio.sleep(0.02)
         assert marker.read_text() == "in node"
-        responses = await asyncio.gather(*(srv.client.post(f"/v1/runs/{run['id']}/cancel")
-                                           for _ in range(2)))
+        responses = await asyncio.gather(
+            *(srv.client.post(f"/v1/runs/{run['id']}/cancel") for _ in range(2))
+        )
         assert all(r.status_code == 202 for r in responses)
         assert {r.json()["status"] for r in responses} <= {"cancelling", "cancelled"}
         final = await wait_result(srv.client, run["id"], timeout=10)
@@ -212,7 +229,9 @@ async def test_gap_after_pruning_is_announced_with_a_snapshot(store: Store) -> N
 
 async def test_closing_a_stream_never_cancels_the_run(store: Store, tmp_path: Path) -> None:
     async with serve(store) as srv:
-        run = await post_run(srv.client, input=MESSAGES, config={"configurable": {"step_delay": 0.05}})
+        run = await post_run(
+            srv.client, input=MESSAGES, config={"configurable": {"step_delay": 0.05}}
+        )
         async with srv.client.stream("GET", f"/v1/runs/{run['id']}/events") as response:
             async for line in response.aiter_lines():
                 if line.startswith("id:"):
@@ -239,8 +258,10 @@ async def _raw_chunked_post(url: str, size: int) -> tuple[int, dict[str, str], b
     host, port = url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     body = b'{"input": {"x": "' + b"a" * size + b'"}}'
-    writer.write(b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Transfer-Encoding: chunked\r\n\r\n")
+    writer.write(
+        b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
     writer.write(f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
@@ -265,18 +286,53 @@ async def test_bad_input_is_a_problem_and_writes_nothing(store: Store) -> None:
             (await c.get("/v1/runs/00000000-0000-0000-0000-000000000000/events"), 404),
             (await c.post("/v1/runs/00000000-0000-0000-0000-000000000000/cancel"), 404),
             (await c.get("/v1/runs/00000000-0000-0000-0000-000000000000/result"), 404),
-            (await c.post("/v1/runs", content=b"{not json",
-                          headers={"content-type": "application/json"}), 400),
+            (
+                await c.post(
+                    "/v1/runs", content=b"{not json", headers={"content-type": "application/json"}
+                ),
+                400,
+            ),
             (await c.post("/v1/runs", json={"input": "not an object"}), 422),
             (await c.post("/v1/runs", json={"graph": "nope", "input": {}}), 422),
             (await c.post("/v1/runs", json={"input": {}, "surprise": 1}), 422),
             (await c.post("/v1/runs", json={"input": {}, "config": {"callbacks": 1}}), 422),
             (await c.post("/v1/runs", json={"input": {}, "thread_id": "bad id with spaces"}), 422),
-            (await c.post("/v1/runs", json={"input": {},
-                          "config": {"configurable": {"thread_id": "x"}}}), 422),
-            (await c.post("/v1/runs", json={"input": {}}, headers={"Idempotency-Key": "has space"}), 400),
-            (await c.post("/v1/runs", content=json.dumps({"input": {"x": "a" * 2_000_000}}),
-                          headers={"content-type": "application/json"}), 413),
+            (
+                await c.post(
+                    "/v1/runs", json={"input": {}, "config": {"configurable": {"thread_id": "x"}}}
+                ),
+                422,
+            ),
+            (
+                await c.post(
+                    "/v1/runs", json={"input": {}}, headers={"Idempotency-Key": "has space"}
+                ),
+                400,
+            ),
+            (
+                await c.post(
+                    "/v1/runs",
+                    content=json.dumps({"input": {"x": "a" * 2_000_000}}),
+                    headers={"content-type": "application/json"},
+                ),
+                413,
+            ),
+            (
+                await c.post(
+                    "/v1/runs",
+                    content=b'{"input": {"a": "nul\\u0000"}}',
+                    headers={"content-type": "application/json"},
+                ),
+                422,
+            ),
+            (
+                await c.post(
+                    "/v1/runs",
+                    content=b'{"input": {"a": NaN}}',
+                    headers={"content-type": "application/json"},
+                ),
+                422,
+            ),
             (await c.get("/v1/runs", params={"status": "sleeping"}), 422),
             (await c.get("/v1/runs", params={"limit": 0}), 422),
             (await c.get("/v1/runs", params={"cursor": "garbage!"}), 400),

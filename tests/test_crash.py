@@ -31,9 +31,13 @@ GRAPHS = ["steps", "counted", "slow", "chatty", "boom"]
 async def _accept(store: Store, count_file: Path, **conf: object) -> str:
     run, _ = await accept(
         store,
-        RunRequest(graph="counted", input={},
-                   config={"configurable": {"count_file": str(count_file), **conf}}),
-        graphs=GRAPHS, max_attempts=3,
+        RunRequest(
+            graph="counted",
+            input={},
+            config={"configurable": {"count_file": str(count_file), **conf}},
+        ),
+        graphs=GRAPHS,
+        max_attempts=3,
     )
     return run.id
 
@@ -151,9 +155,7 @@ async def test_sigterm_drains_at_a_step_boundary_and_leaves_the_run_claimable(
     assert released_event.data["reason"] == "shutdown"
 
 
-async def test_new_runs_wake_an_idle_worker_in_another_process(
-    pg_url: str, tmp_path: Path
-) -> None:
+async def test_new_runs_wake_an_idle_worker_in_another_process(pg_url: str, tmp_path: Path) -> None:
     """Postgres only (NOTIFY crosses processes; SQLite's wake-up is in-process). The
     worker's safety-net poll is set to 120 s: only a notification can wake it in time."""
     store = await open_pg(pg_url)
@@ -177,3 +179,47 @@ async def _wait_log_lines(path: Path, lines: int, timeout: float = 30) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{path} never reached {lines} lines")
+
+
+async def test_crash_right_after_claim_loses_nothing(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    """Fault point worker.after_claim: the run is claimed, no checkpoint exists yet."""
+    count = tmp_path / "count.log"
+    run_id = await _accept(store, count)
+    first = start_worker(db_url, tmp_path / "w1.log", OUTLAST_FAULTS="worker.after_claim")
+    assert first.wait(timeout=30) == -signal.SIGKILL
+    second = start_worker(db_url, tmp_path / "w2.log")
+    try:
+        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+    finally:
+        kill(second, signal.SIGTERM)
+    assert final.status == RunStatus.COMPLETED and final.attempts == 2
+    assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n5", "n6"]
+    events = await all_events(store, run_id)
+    assert_exact_log(events)
+    assert "run.resumed" not in {e.type for e in events}  # nothing to resume from
+
+
+async def test_crash_after_the_last_checkpoint_before_finish_reruns_nothing(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    """Fault point worker.before_finish: every node ran and was checkpointed, the worker
+    dies before writing `completed`. The next worker finds the finished checkpoint of
+    this run and completes it without running any node again."""
+    count = tmp_path / "count.log"
+    run_id = await _accept(store, count)
+    first = start_worker(db_url, tmp_path / "w1.log", OUTLAST_FAULTS="worker.before_finish")
+    assert first.wait(timeout=30) == -signal.SIGKILL
+    second = start_worker(db_url, tmp_path / "w2.log")
+    try:
+        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+    finally:
+        kill(second, signal.SIGTERM)
+    assert final.status == RunStatus.COMPLETED and final.attempts == 2
+    assert final.result == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+    assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n5", "n6"]
+    events = await all_events(store, run_id)
+    assert_exact_log(events)
+    resumed = next(e for e in events if e.type == "run.resumed")
+    assert resumed.data["next"] == []

@@ -59,8 +59,10 @@ async def test_append_assigns_consecutive_seqs_under_concurrency(store: Store) -
     (claimed,) = await store.claim("w", 30, 1)
     lease = Lease(run.id, "w", claimed.lease_epoch)
     await asyncio.gather(
-        *(store.append(lease, [EventDraft("x", {"i": i}), EventDraft("y", {"i": i})])
-          for i in range(20))
+        *(
+            store.append(lease, [EventDraft("x", {"i": i}), EventDraft("y", {"i": i})])
+            for i in range(20)
+        )
     )
     events = await store.read_events(run.id, 0, 1000)
     assert [e.seq for e in events] == list(range(1, 43))
@@ -90,13 +92,16 @@ async def test_fencing_rejects_a_taken_over_worker(store: Store) -> None:
         await store.release(old, "shutdown")
     assert old.run_id not in {h.run_id for h in await store.renew("old", 30)}
     new = Lease(run.id, "new", again.lease_epoch)
-    seq = await store.finish(new, RunStatus.COMPLETED, EventDraft("run.completed", {}),
-                             result={"ok": True})
+    seq = await store.finish(
+        new, RunStatus.COMPLETED, EventDraft("run.completed", {}), result={"ok": True}
+    )
     events = await store.read_events(run.id, 0, 100)
     assert [e.seq for e in events] == list(range(1, seq + 1))
     assert "late" not in {e.type for e in events}
     final = await store.get_run(run.id)
-    assert final is not None and final.status == RunStatus.COMPLETED and final.result == {"ok": True}
+    assert (
+        final is not None and final.status == RunStatus.COMPLETED and final.result == {"ok": True}
+    )
 
 
 async def test_reaper_fails_after_max_attempts(store: Store) -> None:
@@ -162,8 +167,9 @@ async def test_list_newest_first_with_filters_and_pages(store: Store) -> None:
     page2 = await store.list_runs(thread_id="t1", status=None, limit=3, before=cursor)
     assert [r.id for r in page2] == ids[::-1][3:]
     await store.request_cancel(ids[0], "x")
-    cancelled = await store.list_runs(thread_id=None, status=RunStatus.CANCELLED, limit=10,
-                                      before=None)
+    cancelled = await store.list_runs(
+        thread_id=None, status=RunStatus.CANCELLED, limit=10, before=None
+    )
     assert [r.id for r in cancelled] == [ids[0]]
     assert other.id not in {r.id for r in page1 + page2}
 
@@ -171,8 +177,9 @@ async def test_list_newest_first_with_filters_and_pages(store: Store) -> None:
 async def test_prune_and_first_retained(store: Store) -> None:
     run, _ = await store.create_run(new_run())
     (claimed,) = await store.claim("w", 30, 1)
-    await store.append(Lease(run.id, "w", claimed.lease_epoch),
-                       [EventDraft("x", {}) for _ in range(5)])
+    await store.append(
+        Lease(run.id, "w", claimed.lease_epoch), [EventDraft("x", {}) for _ in range(5)]
+    )
     assert await store.first_retained_seq(run.id) == 1
     assert await store.prune_events(run.id, 4) == 4
     assert await store.first_retained_seq(run.id) == 5
@@ -186,8 +193,11 @@ async def test_one_active_run_per_thread_in_order(store: Store) -> None:
     claimed = await store.claim("w", 30, 10)
     assert [r.id for r in claimed] == [first.id, other.id]
     assert await store.claim("w", 30, 10) == []  # second waits for first
-    await store.finish(Lease(first.id, "w", claimed[0].lease_epoch), RunStatus.COMPLETED,
-                       EventDraft("run.completed", {}))
+    await store.finish(
+        Lease(first.id, "w", claimed[0].lease_epoch),
+        RunStatus.COMPLETED,
+        EventDraft("run.completed", {}),
+    )
     (then,) = await store.claim("w", 30, 10)
     assert then.id == second.id
 

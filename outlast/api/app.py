@@ -88,9 +88,11 @@ def create_app(
         try:
             await ctx.store.ping()
         except StoreUnavailable as exc:
-            return problems.problem(503, f"database unavailable: {exc}", retryable=True,
-                                    headers={"Retry-After": "1"})
-        return JSONResponse({"status": "ready", "backend": ctx.store.backend,
-                             "graphs": ctx.registry.names})
+            return problems.problem(
+                503, f"database unavailable: {exc}", retryable=True, headers={"Retry-After": "1"}
+            )
+        return JSONResponse(
+            {"status": "ready", "backend": ctx.store.backend, "graphs": ctx.registry.names}
+        )
 
     return app

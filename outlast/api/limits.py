@@ -14,14 +14,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def _problem_body(max_bytes: int) -> bytes:
-    return json.dumps({
-        "type": "about:blank",
-        "title": "Request body too large",
-        "status": 413,
-        "detail": f"request body exceeds the limit of {max_bytes} bytes (OUTLAST_MAX_BODY_BYTES)",
-        "retryable": False,
-        "limit": "max_body_bytes",
-    }).encode()
+    return json.dumps(
+        {
+            "type": "about:blank",
+            "title": "Request body too large",
+            "status": 413,
+            "detail": f"request body exceeds the limit of {max_bytes} bytes "
+            "(OUTLAST_MAX_BODY_BYTES)",
+            "retryable": False,
+            "limit": "max_body_bytes",
+        }
+    ).encode()
 
 
 class BodyLimitProblems:
@@ -53,11 +56,15 @@ class BodyLimitProblems:
 
     async def _refuse(self, send: Send) -> None:
         body = _problem_body(self.max_bytes)
-        await send({
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/problem+json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"connection", b"close")],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -61,8 +61,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(OutlastError)
     async def outlast_error(_: Request, exc: OutlastError) -> JSONResponse:
         headers = {"Retry-After": "1"} if exc.retryable else None
-        return problem(exc.status, str(exc), title=exc.title, retryable=exc.retryable,
-                       headers=headers)
+        return problem(
+            exc.status, str(exc), title=exc.title, retryable=exc.retryable, headers=headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,12 +18,34 @@ ALLOWED_CONFIG_KEYS = frozenset(
 Status = Literal["queued", "running", "waiting", "cancelling", "completed", "failed", "cancelled"]
 
 
+def _check_storable(value: Any, depth: int = 0) -> None:
+    """Refuse what JSON parsers accept but a database cannot store faithfully: NUL
+    characters (Postgres text and jsonb reject them), NaN and infinities, absurd depth."""
+    if depth > 64:
+        raise ValueError("nested deeper than 64 levels")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("strings must not contain NUL (\\u0000) characters")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("numbers must be finite (no NaN or Infinity)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_storable(key, depth + 1)
+            _check_storable(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_storable(item, depth + 1)
+
+
 class RunCreate(BaseModel):
     """A request to run a graph. Unknown fields are refused, so a typo is an error."""
 
     model_config = ConfigDict(extra="forbid")
 
-    graph: str | None = Field(default=None, max_length=200, description="defaults to the first graph")
+    graph: str | None = Field(
+        default=None, max_length=200, description="defaults to the first graph"
+    )
     input: dict[str, Any] = Field(
         default_factory=dict,
         description='graph input, e.g. {"messages": [{"role": "user", "content": "…"}]}',
@@ -31,6 +54,12 @@ class RunCreate(BaseModel):
     config: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
+
+    @field_validator("input", "config", "metadata", "budget")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
 
     @field_validator("config")
     @classmethod
@@ -48,7 +77,9 @@ class RunCreate(BaseModel):
         if isinstance(configurable, dict) and "thread_id" in configurable:
             raise ValueError("set thread_id at the top level of the request, not in config")
         limit = value.get("recursion_limit")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        ):
             raise ValueError("config.recursion_limit must be a positive integer")
         return value
 
@@ -91,8 +122,9 @@ class RunSnapshot(BaseModel):
             error = {k: v for k, v in run.error.items() if k != "traceback"}
         lease = None
         if run.worker_id is not None:
-            lease = Lease(worker_id=run.worker_id, epoch=run.lease_epoch,
-                          expires_at=run.lease_expires_at)
+            lease = Lease(
+                worker_id=run.worker_id, epoch=run.lease_epoch, expires_at=run.lease_expires_at
+            )
         return cls(
             id=run.id,
             thread_id=run.thread_id,

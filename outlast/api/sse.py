@@ -57,7 +57,9 @@ def wire(event: Event) -> ServerSentEvent:
     )
 
 
-async def stream(store: Store, run_id: str, after: int, max_seconds: float) -> AsyncIterator[ServerSentEvent]:
+async def stream(
+    store: Store, run_id: str, after: int, max_seconds: float
+) -> AsyncIterator[ServerSentEvent]:
     deadline = time.monotonic() + max_seconds
     with store.hub.watch(EVENTS, run_id) as wake:
         run = await store.get_run(run_id)
@@ -70,14 +72,18 @@ async def stream(store: Store, run_id: str, after: int, max_seconds: float) -> A
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
             yield ServerSentEvent(
-                data=json.dumps({"type": "gap", "from_seq": cursor + 1, "to_seq": resume_at,
-                                 "reason": "events before this point were pruned by retention"}),
+                data=json.dumps(
+                    {
+                        "type": "gap",
+                        "from_seq": cursor + 1,
+                        "to_seq": resume_at,
+                        "reason": "events before this point were pruned by retention",
+                    }
+                ),
                 event="gap",
                 id=str(resume_at),
             )
-            yield ServerSentEvent(
-                data=RunSnapshot.of(run).model_dump_json(), event="snapshot"
-            )
+            yield ServerSentEvent(data=RunSnapshot.of(run).model_dump_json(), event="snapshot")
             cursor = resume_at
         while True:
             wake.clear()

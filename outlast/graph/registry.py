@@ -76,7 +76,9 @@ class GraphRegistry:
 
     def get(self, name: str) -> Pregel[Any, Any, Any, Any]:
         if name not in self._targets:
-            raise UnknownGraph(f"unknown graph {name!r}; configured graphs: {', '.join(self.names)}")
+            raise UnknownGraph(
+                f"unknown graph {name!r}; configured graphs: {', '.join(self.names)}"
+            )
         graph = self._graphs.get(name)
         if graph is None:
             graph = self._build(name, self._targets[name])

@@ -104,8 +104,13 @@ class Execution:
     # -- the run -----------------------------------------------------------------------
 
     async def execute(self) -> Outcome:
-        sink = EventSink(self.store, self.lease, lambda exc: self.request_stop(
-            LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED))
+        sink = EventSink(
+            self.store,
+            self.lease,
+            lambda exc: self.request_stop(
+                LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED
+            ),
+        )
         translator = Translator(sink, self.settings.message_flush_interval)
         try:
             self._graph_task = asyncio.create_task(self._stream(sink, translator))
@@ -146,11 +151,16 @@ class Execution:
         graph_input: Any = run.input
         if state.metadata and state.metadata.get("run_id") == run.id:
             # An earlier attempt of this run left checkpoints: continue from the last one.
-            sink.put(EventDraft("run.resumed", {
-                "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
-                "next": list(state.next),
-                "attempt": run.attempts,
-            }))
+            sink.put(
+                EventDraft(
+                    "run.resumed",
+                    {
+                        "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
+                        "next": list(state.next),
+                        "attempt": run.attempts,
+                    },
+                )
+            )
             if not state.next:
                 return state.values  # it had finished; only the final write was lost
             graph_input = None
@@ -195,7 +205,10 @@ class Execution:
         await self.store.finish(
             self.lease,
             RunStatus.FAILED,
-            EventDraft("run.failed", {"status": "failed", "error": {k: error[k] for k in ("type", "message")}}),
+            EventDraft(
+                "run.failed",
+                {"status": "failed", "error": {k: error[k] for k in ("type", "message")}},
+            ),
             error=error,
         )
         return Outcome(RunStatus.FAILED, str(exc))

@@ -27,7 +27,9 @@ class SinkClosed(Exception):
 
 
 class EventSink:
-    def __init__(self, store: Store, lease: Lease, on_error: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self, store: Store, lease: Lease, on_error: Callable[[BaseException], None]
+    ) -> None:
         self._store = store
         self._lease = lease
         self._on_error = on_error

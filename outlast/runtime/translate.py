@@ -61,10 +61,14 @@ class Translator:
             for node, update in data.items():
                 if node == "__interrupt__":
                     self.interrupts.extend(update if isinstance(update, list | tuple) else [update])
-                    self._sink.put(EventDraft("interrupt", {"ns": ns, "value": to_jsonable(update)}))
+                    self._sink.put(
+                        EventDraft("interrupt", {"ns": ns, "value": to_jsonable(update)})
+                    )
                 else:
                     self._sink.put(
-                        EventDraft("node.updated", {"node": node, "ns": ns, "update": to_jsonable(update)})
+                        EventDraft(
+                            "node.updated", {"node": node, "ns": ns, "update": to_jsonable(update)}
+                        )
                     )
         elif kind == "custom":
             self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))

@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
@@ -31,6 +32,10 @@ from outlast.store import RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 
 log = logging.getLogger(__name__)
+
+
+def _noop() -> None:
+    return None
 
 
 def default_worker_id() -> str:
@@ -55,7 +60,8 @@ class Worker:
         self._stopping = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
-        self._unsubscribe = lambda: None
+        self._unsubscribe: Callable[[], None] = _noop
+        self._control_checks: set[asyncio.Task[None]] = set()
         self.completed = 0
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -116,8 +122,6 @@ class Worker:
     def _start(self, execution: Execution) -> None:
         run_id = execution.run.id
         self.held[run_id] = execution
-        if execution.run.status == RunStatus.CANCELLING:
-            execution.request_stop(CANCEL)
         self._tasks[run_id] = asyncio.create_task(self._execute(execution), name=f"run-{run_id}")
 
     async def _execute(self, execution: Execution) -> None:
@@ -142,7 +146,9 @@ class Worker:
         tasks = list(self._tasks.values())
         _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace)
         if pending:
-            log.warning("%d run(s) did not reach a step boundary; cancelling their nodes", len(pending))
+            log.warning(
+                "%d run(s) did not reach a step boundary; cancelling their nodes", len(pending)
+            )
             for execution in list(self.held.values()):
                 execution.interrupt_node()
             await asyncio.wait(pending, timeout=max(self.settings.shutdown_grace, 5.0))
@@ -183,7 +189,9 @@ class Worker:
         targets = list(self.held) if run_id == ANY else [run_id]
         for target in targets:
             if target in self.held:
-                asyncio.create_task(self._check_control(target))
+                task = asyncio.create_task(self._check_control(target))
+                self._control_checks.add(task)
+                task.add_done_callback(self._control_checks.discard)
 
     async def _check_control(self, run_id: str) -> None:
         execution = self.held.get(run_id)

@@ -68,7 +68,7 @@ class Hub:
         return sum(len(v) for v in self._waiters.values())
 
 
-async def wait_for(event: asyncio.Event, timeout: float) -> bool:
+async def wait_for(event: asyncio.Event, timeout: float) -> bool:  # noqa: ASYNC109
     """Wait for ``event`` at most ``timeout`` seconds; True if it was set."""
     try:
         await asyncio.wait_for(event.wait(), timeout)

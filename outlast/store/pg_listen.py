@@ -30,7 +30,7 @@ class Listener:
         self._ready = asyncio.Event()
         self.connected = False
 
-    async def start(self, timeout: float = 10.0) -> None:
+    async def start(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
         self._task = asyncio.create_task(self._run(), name="outlast-pg-listener")
         await asyncio.wait_for(self._ready.wait(), timeout)
 

@@ -22,6 +22,7 @@ from typing import Any
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
 from outlast.store.base import Lease
@@ -33,13 +34,14 @@ _FENCE = (
 
 
 class FencedPostgresSaver(AsyncPostgresSaver):
-    def __init__(self, pool: Any, lease: Lease | None) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any], lease: Lease | None) -> None:
         super().__init__(pool)
+        self.pool = pool
         self.lease = lease
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        async with self.conn.connection() as conn:  # type: ignore[union-attr]
+        async with self.pool.connection() as conn:
             if not pipeline:
                 async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur

@@ -9,6 +9,7 @@ matters sends a ``NOTIFY`` inside its own statement, delivered at commit.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,9 +98,18 @@ class PostgresStore(Store):
     async def migrate(self) -> list[str]:
         applied: list[str] = []
         async with self.pool.connection() as conn:
-            # Session-level lock: the checkpointer's own setup runs CREATE INDEX
-            # CONCURRENTLY, which cannot run inside a transaction.
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+            # Session-level lock, taken by polling: the checkpointer's own setup runs
+            # CREATE INDEX CONCURRENTLY, which waits for every open transaction, including
+            # another process blocked in pg_advisory_lock(): an undetected deadlock. A
+            # pg_try_advisory_lock() loop holds no transaction between attempts.
+            while True:
+                cur = await conn.execute(
+                    "SELECT pg_try_advisory_lock(%s) AS ok", (_MIGRATION_LOCK,)
+                )
+                row = await cur.fetchone()
+                if row is not None and row["ok"]:
+                    break
+                await asyncio.sleep(0.1)
             try:
                 await conn.execute(
                     "CREATE TABLE IF NOT EXISTS outlast_migrations ("
@@ -165,7 +175,9 @@ class PostgresStore(Store):
         if rows:
             return run_from_row(rows[0]), True
         # The key exists: the INSERT waited for the other transaction and did nothing.
-        found = await self._fetch("get_by_key", {"principal": new.principal, "key": new.idempotency_key})
+        found = await self._fetch(
+            "get_by_key", {"principal": new.principal, "key": new.idempotency_key}
+        )
         if not found:  # pragma: no cover - a NULL key always inserts
             raise RuntimeError("insert skipped without a conflicting key")
         existing = run_from_row(found[0])

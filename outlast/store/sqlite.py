@@ -155,8 +155,9 @@ class SqliteStore(Store):
             raise RuntimeError("SqliteStore.open() was not called")
         return self._saver
 
-    async def _event(self, conn: aiosqlite.Connection, run_id: str, seq: int, type_: str,
-                     data: dict[str, Any]) -> None:
+    async def _event(
+        self, conn: aiosqlite.Connection, run_id: str, seq: int, type_: str, data: dict[str, Any]
+    ) -> None:
         await conn.execute(
             self._q["insert_event"],
             {"run_id": run_id, "seq": seq, "type": type_, "data": dumps(data)},
@@ -182,9 +183,13 @@ class SqliteStore(Store):
             async with conn.execute(self._q["insert_run"], params) as cur:
                 row = await cur.fetchone()
             if row is not None:
-                await self._event(conn, new.id, 1, "run.created",
-                                  {"status": "queued", "graph": new.graph,
-                                   "thread_id": new.thread_id})
+                await self._event(
+                    conn,
+                    new.id,
+                    1,
+                    "run.created",
+                    {"status": "queued", "graph": new.graph, "thread_id": new.thread_id},
+                )
                 created = _run(row)
             else:
                 async with conn.execute(
@@ -237,9 +242,10 @@ class SqliteStore(Store):
         return rows[0]["seq"] if rows else None
 
     async def prune_events(self, run_id: str, upto_seq: int) -> int:
-        async with self._tx() as conn, conn.execute(
-            self._q["prune_events"], {"run_id": run_id, "upto": upto_seq}
-        ) as cur:
+        async with (
+            self._tx() as conn,
+            conn.execute(self._q["prune_events"], {"run_id": run_id, "upto": upto_seq}) as cur,
+        ):
             return cur.rowcount
 
     # -- the worker side ---------------------------------------------------------------
@@ -249,20 +255,24 @@ class SqliteStore(Store):
             async with conn.execute(
                 self._q["claim"], {"worker_id": worker_id, "ttl": ttl, "limit": limit}
             ) as cur:
-                runs = sorted((_run(r) for r in await cur.fetchall()),
-                              key=lambda r: r.pos)
+                runs = sorted((_run(r) for r in await cur.fetchall()), key=lambda r: r.pos)
             for run in runs:
-                await self._event(conn, run.id, run.last_seq, "run.started",
-                                  {"status": "running", "attempt": run.attempts,
-                                   "worker_id": worker_id})
+                await self._event(
+                    conn,
+                    run.id,
+                    run.last_seq,
+                    "run.started",
+                    {"status": "running", "attempt": run.attempts, "worker_id": worker_id},
+                )
         for run in runs:
             self.hub.publish(EVENTS, run.id)
         return runs
 
     async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
-        async with self._tx() as conn, conn.execute(
-            self._q["renew"], {"worker_id": worker_id, "ttl": ttl}
-        ) as cur:
+        async with (
+            self._tx() as conn,
+            conn.execute(self._q["renew"], {"worker_id": worker_id, "ttl": ttl}) as cur,
+        ):
             rows = await cur.fetchall()
         return [HeldRun(r["id"], r["lease_epoch"], RunStatus(r["status"])) for r in rows]
 
@@ -287,16 +297,26 @@ class SqliteStore(Store):
             await conn.executemany(
                 self._q["insert_event"],
                 [
-                    {"run_id": lease.run_id, "seq": first + i, "type": e.type,
-                     "data": dumps(e.data)}
+                    {
+                        "run_id": lease.run_id,
+                        "seq": first + i,
+                        "type": e.type,
+                        "data": dumps(e.data),
+                    }
                     for i, e in enumerate(events)
                 ],
             )
         self.hub.publish(EVENTS, lease.run_id)
         return last
 
-    async def _end(self, lease: Lease, name: str, params: dict[str, Any],
-                   event: EventDraft | None, reason: str = "") -> int:
+    async def _end(
+        self,
+        lease: Lease,
+        name: str,
+        params: dict[str, Any],
+        event: EventDraft | None,
+        reason: str = "",
+    ) -> int:
         async with self._tx() as conn:
             async with conn.execute(self._q[name], {**self._lease_params(lease), **params}) as cur:
                 row = await cur.fetchone()
@@ -305,8 +325,10 @@ class SqliteStore(Store):
             seq: int = row["last_seq"]
             if event is None:  # release: the event depends on the status it ended in
                 cancelled = row["status"] == RunStatus.CANCELLED
-                event = EventDraft("run.cancelled" if cancelled else "run.released",
-                                   {"status": row["status"], "reason": reason})
+                event = EventDraft(
+                    "run.cancelled" if cancelled else "run.released",
+                    {"status": row["status"], "reason": reason},
+                )
             await self._event(conn, lease.run_id, seq, event.type, event.data)
         self.hub.publish(EVENTS, lease.run_id)
         return seq
@@ -321,9 +343,13 @@ class SqliteStore(Store):
         error: dict[str, Any] | None = None,
     ) -> int:
         seq = await self._end(
-            lease, "finish",
-            {"status": status.value, "result": dumps_or_none(result),
-             "error": dumps_or_none(error)},
+            lease,
+            "finish",
+            {
+                "status": status.value,
+                "result": dumps_or_none(result),
+                "error": dumps_or_none(error),
+            },
             event,
         )
         self.hub.publish(QUEUE, lease.run_id)  # the thread's next run may go now
@@ -341,8 +367,9 @@ class SqliteStore(Store):
             if row is not None:
                 run = _run(row)
                 kind = "run.cancelled" if run.status == RunStatus.CANCELLED else "run.cancelling"
-                await self._event(conn, run_id, run.last_seq, kind,
-                                  {"status": run.status.value, "reason": reason})
+                await self._event(
+                    conn, run_id, run.last_seq, kind, {"status": run.status.value, "reason": reason}
+                )
         if row is None:
             return await self.get_run(run_id)
         self.hub.publish(EVENTS, run_id)
@@ -358,10 +385,19 @@ class SqliteStore(Store):
             for r in rows:
                 status = RunStatus(r["status"])
                 kind = {RunStatus.QUEUED: "run.requeued", RunStatus.FAILED: "run.failed"}.get(
-                    status, "run.cancelled")
-                await self._event(conn, r["id"], r["last_seq"], kind,
-                                  {"status": status.value, "reason": "worker lease expired",
-                                   "attempts": r["attempts"]})
+                    status, "run.cancelled"
+                )
+                await self._event(
+                    conn,
+                    r["id"],
+                    r["last_seq"],
+                    kind,
+                    {
+                        "status": status.value,
+                        "reason": "worker lease expired",
+                        "attempts": r["attempts"],
+                    },
+                )
                 reaped.append(Reaped(r["id"], status, r["last_seq"]))
         for item in reaped:
             self.hub.publish(EVENTS, item.run_id)

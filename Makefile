@@ -1,0 +1,36 @@
+# The two commands of the README. Each creates .venv and installs what it needs first.
+#   make run   - the server on the embedded SQLite default (./.outlast/), with the example graph
+#   make test  - lint, types and the whole test suite (Postgres tests need a local server;
+#                OUTLAST_REQUIRE_POSTGRES=1 makes them fail instead of skip)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test bench lint clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("outlast needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/outlast serve
+
+test: $(STAMP) lint
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check outlast tests bench
+	$(BIN)/ruff format --check outlast tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/overhead.py
+
+clean:
+	rm -rf $(VENV) .outlast .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,94 @@
+"""Graph resolution from langgraph.json and --graph."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from outlast.errors import GraphLoadError, UnknownGraph
+from outlast.graph.registry import GraphRegistry, parse_graph_option
+
+SOURCE = textwrap.dedent(
+    """
+    from typing import TypedDict
+    from langgraph.graph import StateGraph, START, END
+
+    class S(TypedDict, total=False):
+        x: int
+
+    def inc(s: S) -> S:
+        return {"x": s.get("x", 0) + 1}
+
+    def builder():
+        b = StateGraph(S)
+        b.add_node("inc", inc)
+        b.add_edge(START, "inc")
+        b.add_edge("inc", END)
+        return b
+
+    compiled = builder().compile()
+    uncompiled = builder()
+
+    def factory():
+        return builder().compile()
+
+    def factory_with_config(config):
+        assert isinstance(config, dict)
+        return builder()
+
+    not_a_graph = 42
+    """
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "g.py").write_text(SOURCE)
+    graphs = {
+        name: f"./app/g.py:{name}"
+        for name in ("compiled", "uncompiled", "factory", "factory_with_config")
+    }
+    (tmp_path / "langgraph.json").write_text(json.dumps({"graphs": graphs}))
+    return tmp_path
+
+
+async def test_every_form_loads_and_runs(project: Path) -> None:
+    registry = GraphRegistry.from_config(project / "langgraph.json")
+    registry.load_all()
+    assert registry.names == ["compiled", "uncompiled", "factory", "factory_with_config"]
+    for name in registry.names:
+        assert await registry.get(name).ainvoke({"x": 1}) == {"x": 2}
+
+
+def test_graph_option_and_module_targets(project: Path) -> None:
+    registry = GraphRegistry.from_config(
+        project / "langgraph.json",
+        ["ex=outlast.graph.example:graph", "outlast.graph.example:graph"],
+    )
+    assert registry.names[-2:] == ["ex", "graph"]
+    registry.load_all()
+    assert parse_graph_option("a=b:c") == ("a", "b:c")
+    with pytest.raises(GraphLoadError):
+        parse_graph_option("no-colon")
+
+
+def test_missing_file_falls_back_to_the_example(tmp_path: Path) -> None:
+    assert GraphRegistry.from_config(tmp_path / "nope.json").names == ["steps"]
+
+
+def test_unknown_and_broken_graphs_are_clear_errors(project: Path) -> None:
+    with pytest.raises(UnknownGraph, match="configured graphs"):
+        GraphRegistry.from_config(project / "langgraph.json").get("missing")
+    bad = GraphRegistry({"n": "./app/g.py:not_a_graph"}, project)
+    with pytest.raises(GraphLoadError, match="not a LangGraph graph"):
+        bad.load_all()
+    gone = GraphRegistry({"n": "./app/nothing.py:x"}, project)
+    with pytest.raises(GraphLoadError, match=r"nothing\.py"):
+        gone.load_all()
+    (project / "broken.json").write_text("{not json")
+    with pytest.raises(GraphLoadError, match=r"langgraph\.json"):
+        GraphRegistry.from_config(project / "broken.json")

@@ -1,0 +1,95 @@
+"""A client whose connection is cut at random points, over and over, still sees every
+event exactly once: what it received, concatenated, equals the stored log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+import httpx
+
+from outlast.store import Store
+from tests.harness import post_run, serve
+
+
+def _complete_events(buffer: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """Split complete SSE events off the buffer; an event cut in half stays behind and is
+    discarded with the connection, exactly as EventSource does."""
+    out: list[dict[str, Any]] = []
+    normalized = buffer.replace(b"\r\n", b"\n")
+    *blocks, rest = normalized.split(b"\n\n")
+    for block in blocks:
+        fields: dict[str, str] = {}
+        for line in block.decode().split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            key, _, value = line.partition(":")
+            fields[key] = value[1:] if value.startswith(" ") else value
+        if "data" in fields:
+            out.append(fields)
+    return out, rest
+
+
+async def _follow_with_cuts(
+    client: httpx.AsyncClient, run_id: str, rng: random.Random
+) -> tuple[list[dict[str, Any]], int]:
+    received: list[dict[str, Any]] = []
+    last_id: str | None = None
+    cuts = 0
+    while True:
+        budget = rng.choice([1, 7, 50, 200, 600, 2000, 10**9])  # bytes before the cut
+        headers = {"Last-Event-ID": last_id} if last_id is not None else {}
+        seen = 0
+        buffer = b""
+        finished = False
+        async with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as response:
+            assert response.status_code == 200
+            async for chunk in response.aiter_raw():
+                take = chunk[: max(0, budget - seen)]
+                seen += len(take)
+                buffer += take
+                events, buffer = _complete_events(buffer)
+                for event in events:
+                    received.append(event)
+                    last_id = event["id"]
+                    if event["event"] in ("run.completed", "run.failed", "run.cancelled"):
+                        finished = True
+                if finished or seen >= budget:
+                    break  # leaving the block closes the TCP connection mid-stream
+        if finished:
+            return received, cuts
+        cuts += 1
+
+
+async def test_random_cuts_lose_and_repeat_nothing(store: Store) -> None:
+    rng = random.Random(20261129)
+    async with serve(store) as srv:
+        total_cuts = 0
+        runs = 0
+        while total_cuts < 50 or runs < 3:
+            # several runs live at once, each followed by its own cut-prone client
+            batch = [
+                await post_run(
+                    srv.client,
+                    graph="counted",
+                    input={},
+                    config={"configurable": {"count_file": "/dev/null", "step_delay": 0.03}},
+                )
+                for _ in range(3)
+            ]
+            results = await asyncio.gather(
+                *(
+                    _follow_with_cuts(srv.client, r["id"], random.Random(rng.random()))
+                    for r in batch
+                )
+            )
+            for run, (received, cuts) in zip(batch, results, strict=True):
+                runs += 1
+                total_cuts += cuts
+                stored = await store.read_events(run["id"], 0, 10_000)
+                assert [int(e["id"]) for e in received] == [e.seq for e in stored]
+                assert [e["event"] for e in received] == [e.type for e in stored]
+                assert [json.loads(e["data"])["data"] for e in received] == [e.data for e in stored]
+        assert total_cuts >= 50
