@@ -18,7 +18,7 @@ from outlast.api.sse import parse_cursor, stream
 from outlast.errors import InvalidCursor, OutlastError, RunNotFound
 from outlast.runtime.accept import RunRequest, accept
 from outlast.store import ListCursor, Run, RunStatus
-from outlast.store.hub import EVENTS, wait_for
+from outlast.store.hub import STATUS, wait_for
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 
@@ -186,7 +186,7 @@ async def run_result(
     ctx = _ctx(request)
     run = await _get(ctx, run_id)
     deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
-    with ctx.store.hub.watch(EVENTS, run_id) as wake:
+    with ctx.store.hub.watch(STATUS, run_id) as wake:
         while not run.terminal:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

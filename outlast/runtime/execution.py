@@ -147,9 +147,11 @@ class Execution:
         run = self.run
         graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
         config = run_config(run)
-        state = await graph.aget_state(config)
         graph_input: Any = run.input
-        if state.metadata and state.metadata.get("run_id") == run.id:
+        # A first claim has exactly two events (created, started); more means an earlier
+        # attempt or a drain happened, and the thread may hold this run's checkpoints.
+        state = await graph.aget_state(config) if run.last_seq > 2 else None
+        if state is not None and state.metadata and state.metadata.get("run_id") == run.id:
             # An earlier attempt of this run left checkpoints: continue from the last one.
             sink.put(
                 EventDraft(
@@ -164,25 +166,28 @@ class Execution:
             if not state.next:
                 return state.values  # it had finished; only the final write was lost
             graph_input = None
+        final: Any = None
         async for part in graph.astream(
             graph_input,
             config,
-            stream_mode=["updates", "custom", "messages"],
+            stream_mode=["values", "updates", "custom", "messages"],
             subgraphs=True,
             version="v2",
             durability=self.settings.durability,
             control=self.control,
         ):
+            if part["type"] == "values":
+                if not part["ns"]:
+                    final = part["data"]  # the root graph's state after each step
+                continue
             translator.feed(part)  # type: ignore[arg-type]
-        final = await graph.aget_state(config)
-        if final.next:
+        if translator.interrupts:
             # Waits (interrupt()) become first-class in a later release; until then an
             # interrupted run is reported as such, not as completed.
             raise InterruptNotSupported(
-                f"graph stopped at interrupt before {list(final.next)}; "
-                "waiting runs are not supported yet"
+                "graph stopped at an interrupt; waiting runs are not supported yet"
             )
-        return final.values
+        return final
 
     async def _end_completed(self, values: Any) -> Outcome:
         result = to_jsonable(values)

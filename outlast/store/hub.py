@@ -18,6 +18,7 @@ from contextlib import contextmanager
 QUEUE = "queue"
 EVENTS = "events"
 CONTROL = "control"
+STATUS = "status"
 ANY = "*"
 
 

@@ -15,11 +15,16 @@ import logging
 
 import psycopg
 
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, Hub
+from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 
 log = logging.getLogger(__name__)
 
-CHANNELS = {"outlast_queue": QUEUE, "outlast_events": EVENTS, "outlast_control": CONTROL}
+CHANNELS = {
+    "outlast_queue": QUEUE,
+    "outlast_events": EVENTS,
+    "outlast_control": CONTROL,
+    "outlast_status": STATUS,
+}
 
 
 class Listener:

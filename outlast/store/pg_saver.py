@@ -7,10 +7,12 @@ connections:
   pool (langgraph#7259), which would serialize the checkpoint I/O of every run sharing
   a saver. Each run gets its own saver here, and each cursor its own pool connection.
 - Fenced writes. Every write (the saver asks for ``pipeline=True`` exactly for its
-  writes) runs in a transaction that first locks the run row ``FOR SHARE`` and checks
+  writes) runs in a transaction that first locks the run row ``FOR KEY SHARE`` and checks
   the worker and epoch of the lease. A worker presumed dead that wakes up again cannot
-  add a checkpoint to a thread another worker now owns: the reaper's ``UPDATE`` waits for
-  an in-flight checkpoint to commit, and any later write of the old holder is refused.
+  add a checkpoint to a thread another worker now owns: the reaper selects expired runs
+  ``FOR UPDATE SKIP LOCKED``, which skips a run while a checkpoint of its holder is in
+  flight, and any later write of the old holder is refused. ``KEY SHARE`` (not ``SHARE``)
+  so that the holder's own event appends, which update ``last_seq``, never wait for it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from outlast.store.base import Lease
 
 _FENCE = (
     "SELECT 1 FROM outlast_runs WHERE id = %s AND worker_id = %s AND lease_epoch = %s"
-    " AND status IN ('running', 'cancelling') FOR SHARE"
+    " AND status IN ('running', 'cancelling') FOR KEY SHARE"
 )
 
 
@@ -46,13 +48,21 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                 async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
                 return
-            async with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
-                if self.lease is not None:
-                    lease = self.lease
-                    await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
-                    if await cur.fetchone() is None:
-                        raise LeaseLost(
-                            f"run {lease.run_id}: checkpoint refused, lease epoch "
-                            f"{lease.epoch} is no longer held"
-                        )
+            # One round trip: the fence, the saver's writes and the commit go out as one
+            # pipeline. The fence's answer is read last; if the lease is gone, raising
+            # inside the transaction rolls every write back.
+            async with (
+                conn.transaction(),
+                conn.pipeline(),
+                conn.cursor(row_factory=dict_row) as fence,
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                lease = self.lease
+                if lease is not None:
+                    await fence.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                 yield cur
+                if lease is not None and await fence.fetchone() is None:
+                    raise LeaseLost(
+                        f"run {lease.run_id}: checkpoint refused, lease epoch "
+                        f"{lease.epoch} is no longer held"
+                    )

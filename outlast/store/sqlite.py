@@ -33,7 +33,7 @@ from outlast.store.base import (
     RunStatus,
     Store,
 )
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, Hub
+from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
 from outlast.store.sqlfiles import migrations, queries
 
@@ -331,6 +331,7 @@ class SqliteStore(Store):
                 )
             await self._event(conn, lease.run_id, seq, event.type, event.data)
         self.hub.publish(EVENTS, lease.run_id)
+        self.hub.publish(STATUS, lease.run_id)
         return seq
 
     async def finish(
@@ -375,6 +376,7 @@ class SqliteStore(Store):
         self.hub.publish(EVENTS, run_id)
         self.hub.publish(CONTROL, run_id)
         self.hub.publish(QUEUE, run_id)
+        self.hub.publish(STATUS, run_id)
         return run
 
     async def reap(self, limit: int = 100) -> list[Reaped]:
@@ -402,6 +404,7 @@ class SqliteStore(Store):
         for item in reaped:
             self.hub.publish(EVENTS, item.run_id)
             self.hub.publish(QUEUE, item.run_id)
+            self.hub.publish(STATUS, item.run_id)
         return reaped
 
 

@@ -1,7 +1,9 @@
 -- Named queries for the Postgres store (psycopg named parameters).
 -- Notifications ride in the same statement as the write, so they are sent at commit and
 -- only for writes that happened. Channels: outlast_queue (a run became claimable),
--- outlast_events ('<run_id>:<seq>'), outlast_control ('<run_id>', e.g. cancel requested).
+-- outlast_events ('<run_id>:<seq>'), outlast_control ('<run_id>', e.g. cancel requested),
+-- outlast_status ('<run_id>': the run's status changed; waiters on results listen here,
+-- so they are not woken by every event).
 
 -- name: insert_run
 WITH ins AS (
@@ -111,7 +113,8 @@ WITH r AS (
     RETURNING run_id, seq
 )
 SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
-       pg_notify('outlast_queue', run_id::text) AS n2  -- the thread's next run may go now
+       pg_notify('outlast_queue', run_id::text) AS n2,  -- the thread's next run may go now
+       pg_notify('outlast_status', run_id::text) AS n3
 FROM ins;
 
 -- name: release
@@ -136,7 +139,8 @@ WITH r AS (
     RETURNING run_id, seq
 )
 SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
-       pg_notify('outlast_queue', run_id::text) AS n2
+       pg_notify('outlast_queue', run_id::text) AS n2,
+       pg_notify('outlast_status', run_id::text) AS n3
 FROM ins;
 
 -- name: cancel
@@ -158,7 +162,8 @@ WITH r AS (
 )
 SELECT r.*, pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
        pg_notify('outlast_control', r.id::text) AS n2,
-       pg_notify('outlast_queue', r.id::text) AS n3
+       pg_notify('outlast_queue', r.id::text) AS n3,
+       pg_notify('outlast_status', r.id::text) AS n4
 FROM r;
 
 -- name: reap
@@ -196,5 +201,6 @@ WITH expired AS (
 )
 SELECT r.id, r.status, r.last_seq,
        pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
-       pg_notify('outlast_queue', r.id::text) AS n2
+       pg_notify('outlast_queue', r.id::text) AS n2,
+       pg_notify('outlast_status', r.id::text) AS n3
 FROM r;
