@@ -78,3 +78,46 @@ def assert_exact_log(events: list[Event]) -> None:
     seqs = [e.seq for e in events]
     assert seqs == list(range(1, len(seqs) + 1)), f"holes or repeats in {seqs}"
     assert sum(e.terminal for e in events) == 1 and events[-1].terminal
+
+
+def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`outlast serve` on a free port; returns once /readyz answers."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "outlast.cli",
+            "serve",
+            "--config",
+            str(GRAPHS),
+            "--port",
+            str(port),
+            "--log-level",
+            "info",
+        ],
+        env=full_env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        cwd=Path(__file__).parent.parent,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=1) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.05)
+    kill(proc)
+    raise AssertionError(f"server did not become ready: {log.read_text(errors='replace')}")

@@ -356,3 +356,26 @@ async def test_bad_input_is_a_problem_and_writes_nothing(store: Store) -> None:
         assert await _count_runs(store) == before == 1
         snap = (await c.get(f"/v1/runs/{run['id']}")).json()
         assert snap["status"] != "cancelled"
+
+
+async def test_keepalive_comments_and_the_transport_clock(store: Store, tmp_path: Path) -> None:
+    """The server closes a stream when its transport clock runs out, sending keepalive
+    comments meanwhile; the run goes on, and the client resumes from its cursor."""
+    from tests.harness import test_settings
+
+    settings = test_settings(stream_keepalive=0.2, stream_max_seconds=1.0)
+    async with serve(store, settings) as srv:
+        run = await post_run(srv.client, graph="slow", config={"configurable": {"sleep": 3}})
+        raw = b""
+        async with srv.client.stream("GET", f"/v1/runs/{run['id']}/events") as response:
+            async for chunk in response.aiter_raw():
+                raw += chunk
+        text = raw.decode()
+        assert ": ping" in text  # keepalive comments
+        assert "run.completed" not in text  # closed by the transport clock, not the run
+        last = max(int(line[3:].strip()) for line in text.splitlines() if line.startswith("id:"))
+        rest: list = []  # type: ignore[type-arg]
+        while not rest or rest[-1].event != "run.completed":  # reconnect as a client would
+            cursor = rest[-1].id if rest else str(last)
+            rest += await collect(srv.client, run["id"], last_event_id=cursor)
+        assert _seqs(rest) == list(range(last + 1, last + 1 + len(rest)))

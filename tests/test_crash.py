@@ -223,3 +223,41 @@ async def test_crash_after_the_last_checkpoint_before_finish_reruns_nothing(
     assert_exact_log(events)
     resumed = next(e for e in events if e.type == "run.resumed")
     assert resumed.data["next"] == []
+
+
+async def test_killing_the_whole_server_loses_nothing(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    """`outlast serve` (API and worker in one process, as on the embedded default) is
+    killed with SIGKILL mid-run and started again: the run, accepted over HTTP before the
+    crash, completes, and its stream is exact."""
+    import httpx
+
+    from tests.procs import start_server
+
+    count = tmp_path / "count.log"
+    server, url = start_server(db_url, tmp_path / "s1.log")
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            response = await client.post(
+                "/v1/runs",
+                json={
+                    "graph": "counted",
+                    "input": {},
+                    "config": {"configurable": {"count_file": str(count), "block_at": "n3"}},
+                },
+            )
+            assert response.status_code == 202
+            run_id = response.json()["id"]
+            await wait_for_file(count.with_suffix(".entered"))
+        kill(server)
+        server, url = start_server(db_url, tmp_path / "s2.log")
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
+            assert result.status_code == 200, result.text
+            assert result.json()["status"] == "completed"
+            assert result.json()["result"] == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+    finally:
+        kill(server)
+    assert count.read_text().split() == ["n1", "n2", "n3", "n3", "n4", "n5", "n6"]
+    assert_exact_log(await all_events(store, run_id))
