@@ -127,3 +127,26 @@ def _build_boom() -> Any:
 
 
 boom = _build_boom()
+
+
+class AskState(TypedDict, total=False):
+    name: str
+    greeting: str
+
+
+async def _ask(state: AskState) -> dict[str, Any]:
+    from langgraph.types import interrupt
+
+    name = interrupt("What is your name?")
+    return {"name": name, "greeting": f"hello {name}"}
+
+
+def _build_asks() -> Any:
+    b = StateGraph(AskState)
+    b.add_node("ask", _ask)
+    b.add_edge(START, "ask")
+    b.add_edge("ask", END)
+    return b.compile()
+
+
+asks = _build_asks()
