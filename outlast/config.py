@@ -51,6 +51,18 @@ class Settings(BaseSettings):
         description="model token chunks are coalesced into one event per interval",
     )
 
+    # Waits.
+    signal_lookback: float = Field(
+        default=300.0, ge=0, description="a signal wakes waits registered up to this long after it"
+    )
+    waker_interval: float = Field(default=1.0, gt=0, description="longest nap of the waker")
+    probe_timeout: float = Field(default=30.0, gt=0)
+
+    # Retention of events (per run by count, overall by age).
+    event_retention_count: int = Field(default=10_000, ge=1)
+    event_retention_age: float = Field(default=30 * 86400.0, gt=0)
+    retention_interval: float = Field(default=60.0, gt=0)
+
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
     result_wait_max: float = Field(default=60.0, gt=0)
     pool_min_size: int = Field(default=1, ge=1)

@@ -63,3 +63,25 @@ class GraphLoadError(OutlastError):
 
     status = 500
     title = "Graph could not be loaded"
+
+
+class WaitNotFound(OutlastError):
+    status = 404
+    title = "Wait not found"
+
+
+class WaitNotOpen(OutlastError):
+    """The wait was already answered (or withdrawn): a second answer never resumes twice."""
+
+    status = 409
+    title = "Wait is not open"
+
+
+class InvalidAnswer(OutlastError):
+    status = 422
+    title = "Answer does not match the wait's schema"
+
+
+class ThreadBusy(OutlastError):
+    status = 409
+    title = "Thread has an active run"

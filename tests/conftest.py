@@ -52,7 +52,10 @@ def pg_url() -> Iterator[str]:
 
 _migrated: set[str] = set()
 
-TABLES = "outlast_events, outlast_runs, checkpoints, checkpoint_blobs, checkpoint_writes"
+TABLES = (
+    "outlast_events, outlast_waits, outlast_signals, outlast_runs, checkpoints, checkpoint_blobs,"
+    " checkpoint_writes"
+)
 
 
 async def open_pg(url: str) -> PostgresStore:

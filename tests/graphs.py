@@ -150,3 +150,111 @@ def _build_asks() -> Any:
 
 
 asks = _build_asks()
+
+
+# -- waits ------------------------------------------------------------------------------
+
+
+class WaitState(TypedDict, total=False):
+    got: Any
+    more: Any
+
+
+def _single(fn: Any) -> Any:
+    b = StateGraph(WaitState)
+    b.add_node("wait", fn)
+    b.add_edge(START, "wait")
+    b.add_edge("wait", END)
+    return b.compile()
+
+
+async def _typed(state: WaitState) -> dict[str, Any]:
+    from outlast.nodes import wait_for_human
+
+    n = wait_for_human("How many?", {"type": "integer", "minimum": 1})
+    return {"got": n}
+
+
+async def _deadline(state: WaitState) -> dict[str, Any]:
+    from outlast.nodes import wait_for_human
+
+    return {"got": wait_for_human("Proceed?", timeout=0.3, default="proceed by default")}
+
+
+async def _sleeper(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    import datetime as dt
+
+    from outlast.nodes import sleep_until
+
+    until = config.get("configurable", {}).get("until")
+    when = dt.datetime.fromisoformat(until) if until else dt.datetime.now(dt.UTC)
+    return {"got": sleep_until(when)}
+
+
+async def _eventual(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    from outlast.nodes import wait_for_event
+
+    keys = config.get("configurable", {}).get("keys", ["go"])
+    return {"got": wait_for_event(keys)}
+
+
+def probe_job(job_id: str) -> dict[str, Any]:
+    """The test controls the job through a file: pending, done:<result>, failed, error."""
+    state = Path(job_id).read_text().strip()
+    with Path(job_id + ".probes").open("a") as f:
+        f.write(state + "\n")
+    if state.startswith("done:"):
+        return {"done": True, "result": state[5:]}
+    if state == "failed":
+        return {"done": False, "failed": True, "detail": "the provider gave up"}
+    if state == "error":
+        raise ConnectionError("provider unreachable")
+    return {"done": False, "detail": state}
+
+
+async def _external(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    from outlast.nodes import wait_external
+
+    job = config.get("configurable", {})["job"]
+    return {"got": wait_external("acme", job, probe_job, every=0.1, max_failures=3)}
+
+
+async def _auth(state: WaitState) -> dict[str, Any]:
+    from outlast.nodes import require_auth
+
+    return {"got": require_auth("github")}
+
+
+human_typed = _single(_typed)
+human_deadline = _single(_deadline)
+sleeper = _single(_sleeper)
+eventual = _single(_eventual)
+external = _single(_external)
+auth = _single(_auth)
+
+
+class ParallelState(TypedDict, total=False):
+    answers: Annotated[list[str], operator.add]
+
+
+def _branch(question: str) -> Any:
+    async def node(state: ParallelState) -> dict[str, Any]:
+        from outlast.nodes import wait_for_human
+
+        return {"answers": [f"{question}={wait_for_human(question)}"]}
+
+    return node
+
+
+def _build_parallel() -> Any:
+    b = StateGraph(ParallelState)
+    b.add_node("left", _branch("left?"))
+    b.add_node("right", _branch("right?"))
+    b.add_edge(START, "left")
+    b.add_edge(START, "right")
+    b.add_edge("left", END)
+    b.add_edge("right", END)
+    return b.compile()
+
+
+parallel = _build_parallel()

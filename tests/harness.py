@@ -46,6 +46,7 @@ class Server:
     store: Store
     settings: Settings
     client: httpx.AsyncClient
+    app: Any = None
 
 
 @contextlib.asynccontextmanager
@@ -73,7 +74,7 @@ async def serve(
     url = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         try:
-            yield Server(url, store, settings, client)
+            yield Server(url, store, settings, client, app)
         finally:
             server.should_exit = True
             await task

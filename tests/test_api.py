@@ -219,7 +219,8 @@ async def test_gap_after_pruning_is_announced_with_a_snapshot(store: Store) -> N
         await store.prune_events(run["id"], 6)
         events = await collect(srv.client, run["id"], after=2)
         assert events[0].event == "gap" and events[0].id == "6"
-        assert events[0].data["from_seq"] == 3 and events[0].data["to_seq"] == 6
+        assert events[0].data["requested_after"] == 2
+        assert events[0].data["oldest_available"] == 7
         assert events[1].event == "snapshot" and events[1].id is None
         assert events[1].data["status"] == "completed"
         assert _seqs(events[2:]) == _seqs(full)[6:]

@@ -19,6 +19,8 @@ from outlast.api import problems
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.runs import router as runs_router
+from outlast.api.threads import router as threads_router
+from outlast.api.waits import router as waits_router
 from outlast.config import Settings
 from outlast.errors import StoreUnavailable
 from outlast.graph.registry import GraphRegistry
@@ -75,6 +77,8 @@ def create_app(
     )
     problems.install(app)
     app.include_router(runs_router)
+    app.include_router(waits_router)
+    app.include_router(threads_router)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

@@ -22,7 +22,7 @@ from outlast.store.hub import STATUS, wait_for
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 
-_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
 class BadHeader(OutlastError):
@@ -30,17 +30,23 @@ class BadHeader(OutlastError):
     title = "Invalid header"
 
 
-def _ctx(request: Request) -> AppContext:
+def ctx_of(request: Request) -> AppContext:
     ctx: AppContext = request.app.state.ctx
     return ctx
 
 
-def _location(run_id: str) -> dict[str, str]:
+def location(run_id: str) -> dict[str, str]:
     path = f"/v1/runs/{run_id}"
     return {"Location": path, "Content-Location": path}
 
 
-async def _get(ctx: AppContext, run_id: str) -> Run:
+async def snapshot(ctx: AppContext, run: Run) -> RunSnapshot:
+    """The run as clients see it; a waiting run says what it waits for."""
+    waits = await ctx.store.list_waits(run.id, "open") if run.status == RunStatus.WAITING else []
+    return RunSnapshot.of(run, waits)
+
+
+async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
     try:
         uuid.UUID(run_id)
     except ValueError:
@@ -63,8 +69,8 @@ async def create_run(
     With ``Idempotency-Key``, the same key and body return the same run (also under
     concurrent retries); the same key with another body is refused with ``422``.
     """
-    ctx = _ctx(request)
-    if idempotency_key is not None and not _KEY.match(idempotency_key):
+    ctx = ctx_of(request)
+    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
         raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
     run, created = await accept(
         ctx.store,
@@ -80,7 +86,7 @@ async def create_run(
         max_attempts=ctx.settings.max_attempts,
         idempotency_key=idempotency_key,
     )
-    response.headers.update(_location(run.id))
+    response.headers.update(location(run.id))
     response.headers["Retry-After"] = "1"
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
@@ -89,7 +95,8 @@ async def create_run(
 
 @router.get("/runs/{run_id}", response_model=RunSnapshot)
 async def get_run(request: Request, run_id: str) -> RunSnapshot:
-    return RunSnapshot.of(await _get(_ctx(request), run_id))
+    ctx = ctx_of(request)
+    return await snapshot(ctx, await get_run_or_404(ctx, run_id))
 
 
 def _encode_cursor(pos: int) -> str:
@@ -115,7 +122,7 @@ async def list_runs(
     cursor: Annotated[str | None, Query(max_length=100)] = None,
 ) -> RunPage:
     """Runs, newest first; follow ``next_cursor`` for older ones."""
-    runs = await _ctx(request).store.list_runs(
+    runs = await ctx_of(request).store.list_runs(
         thread_id=thread_id,
         status=RunStatus(status) if status else None,
         limit=limit + 1,
@@ -142,9 +149,9 @@ async def run_events(
 ) -> EventSourceResponse:
     """Server-Sent Events: replay after the cursor, then live; ends after the terminal
     event. Closing this stream never cancels the run."""
-    ctx = _ctx(request)
+    ctx = ctx_of(request)
     cursor = parse_cursor(last_event_id, after)
-    await _get(ctx, run_id)
+    await get_run_or_404(ctx, run_id)
     return EventSourceResponse(
         stream(ctx.store, run_id, cursor, ctx.settings.stream_max_seconds),
         ping=ctx.settings.stream_keepalive,
@@ -161,13 +168,13 @@ async def cancel_run(
     body: Annotated[CancelRequest | None, Body()] = None,
 ) -> RunSnapshot:
     """Request cooperative cancellation. Idempotent: a finished run is returned as is."""
-    ctx = _ctx(request)
-    await _get(ctx, run_id)
+    ctx = ctx_of(request)
+    await get_run_or_404(ctx, run_id)
     reason = body.reason if body else "cancelled by request"
     run = await ctx.store.request_cancel(run_id, reason)
     if run is None:  # pragma: no cover - checked above
         raise RunNotFound(f"no run {run_id!r}")
-    response.headers.update(_location(run.id))
+    response.headers.update(location(run.id))
     return RunSnapshot.of(run)
 
 
@@ -183,8 +190,8 @@ async def run_result(
 ) -> JSONResponse:
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
-    ctx = _ctx(request)
-    run = await _get(ctx, run_id)
+    ctx = ctx_of(request)
+    run = await get_run_or_404(ctx, run_id)
     deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
     with ctx.store.hub.watch(STATUS, run_id) as wake:
         while not run.terminal:
@@ -192,13 +199,11 @@ async def run_result(
             if remaining <= 0:
                 break
             wake.clear()
-            run = await _get(ctx, run_id)
+            run = await get_run_or_404(ctx, run_id)
             if run.terminal:
                 break
             await wait_for(wake, min(remaining, 5.0))
-    snapshot = RunSnapshot.of(run).model_dump(mode="json")
+    body = (await snapshot(ctx, run)).model_dump(mode="json")
     if run.terminal:
-        return JSONResponse(snapshot, status_code=200)
-    return JSONResponse(
-        snapshot, status_code=202, headers={**_location(run.id), "Retry-After": "1"}
-    )
+        return JSONResponse(body, status_code=200)
+    return JSONResponse(body, status_code=202, headers={**location(run.id), "Retry-After": "1"})

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from outlast.store import Run
+from outlast.store import Run, Wait
 
 _ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
 ALLOWED_CONFIG_KEYS = frozenset(
@@ -101,7 +101,12 @@ class RunSnapshot(BaseModel):
     thread_id: str
     graph: str
     status: Status
-    wait: dict[str, Any] | None = None
+    wait: dict[str, Any] | None = Field(
+        default=None, description="what a waiting run waits for: the oldest open wait"
+    )
+    waits: list[dict[str, Any]] = Field(
+        default_factory=list, description="every open wait (parallel branches)"
+    )
     activity: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
     attempts: int
@@ -115,7 +120,7 @@ class RunSnapshot(BaseModel):
     updated_at: dt.datetime
 
     @classmethod
-    def of(cls, run: Run) -> RunSnapshot:
+    def of(cls, run: Run, waits: list[Wait] | None = None) -> RunSnapshot:
         error = None
         if run.error is not None:
             # The traceback stays in the database and the worker's log.
@@ -125,11 +130,14 @@ class RunSnapshot(BaseModel):
             lease = Lease(
                 worker_id=run.worker_id, epoch=run.lease_epoch, expires_at=run.lease_expires_at
             )
+        open_waits = [w.public() for w in waits or [] if w.status == "open"]
         return cls(
             id=run.id,
             thread_id=run.thread_id,
             graph=run.graph,
             status=run.status.value,
+            wait=open_waits[0] if open_waits and run.status.value == "waiting" else None,
+            waits=open_waits,
             budget=run.budget,
             attempts=run.attempts,
             max_attempts=run.max_attempts,
@@ -146,3 +154,45 @@ class RunSnapshot(BaseModel):
 class RunPage(BaseModel):
     runs: list[RunSnapshot]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")
+
+
+class InputRequest(BaseModel):
+    """An answer to a wait. ``value`` is checked against the wait's JSON schema."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wait_id: str = Field(max_length=100)
+    value: Any = None
+
+    @field_validator("value")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class SignalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    payload: Any = None
+
+    @field_validator("payload")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class SignalResult(BaseModel):
+    key: str
+    woken: int = Field(description="how many waiting runs this signal woke")
+    runs: list[str]
+
+
+class ThreadRunCreate(RunCreate):
+    """A run on this thread, from its latest checkpoint."""
+
+    if_busy: Literal["reject", "enqueue"] = Field(
+        default="reject",
+        description="while another run of the thread is active: refuse (409) or queue behind it",
+    )

@@ -71,20 +71,19 @@ async def stream(
         first = await store.first_retained_seq(run_id)
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
-            yield ServerSentEvent(
-                data=json.dumps(
-                    {
-                        "type": "gap",
-                        "from_seq": cursor + 1,
-                        "to_seq": resume_at,
-                        "reason": "events before this point were pruned by retention",
-                    }
-                ),
-                event="gap",
-                id=str(resume_at),
-            )
+            gap = {
+                "type": "gap",
+                "requested_after": cursor,
+                "oldest_available": first,
+                "reason": "events up to this point were pruned by retention",
+            }
+            # The id moves the client's cursor past the hole, so a reconnect does not
+            # report the same gap again.
+            yield ServerSentEvent(data=json.dumps(gap), event="gap", id=str(resume_at))
             yield ServerSentEvent(data=RunSnapshot.of(run).model_dump_json(), event="snapshot")
             cursor = resume_at
+            if run.terminal and first is None:
+                return  # everything, the terminal event included, was pruned
         while True:
             wake.clear()
             events = await store.read_events(run_id, cursor, PAGE)
@@ -98,4 +97,7 @@ async def stream(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return  # the transport clock ran out; the client resumes from its cursor
-            await wait_for(wake, min(remaining, SAFETY_REREAD))
+            if not await wait_for(wake, min(remaining, SAFETY_REREAD)):
+                current = await store.get_run(run_id)
+                if current is None or (current.terminal and cursor >= current.last_seq):
+                    return

@@ -9,6 +9,7 @@ names are ever loaded; a request can name a graph, never a module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -114,7 +115,10 @@ class GraphRegistry:
         module_part, _, attr = target.rpartition(":")
         if module_part.endswith(".py") or "/" in module_part:
             path = (self._base / module_part).resolve()
-            mod_name = f"outlast_user_graph_{abs(hash(str(path)))}"
+            # A stable module name (not hash(), which is salted per process): functions in
+            # it, such as probes named by a wait, must resolve the same in every worker.
+            digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
+            mod_name = f"outlast_user_graph_{path.stem}_{digest}"
             module = sys.modules.get(mod_name)
             if module is None:
                 spec = importlib.util.spec_from_file_location(mod_name, path)

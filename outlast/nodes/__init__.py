@@ -1,1 +1,23 @@
-"""outlast.nodes."""
+"""Nodes and node helpers. No SQL, no HTTP: they only talk to LangGraph."""
+
+from outlast.nodes.waits import (
+    ExternalWaitFailed,
+    ProbeResult,
+    require_auth,
+    sleep_for,
+    sleep_until,
+    wait_external,
+    wait_for_event,
+    wait_for_human,
+)
+
+__all__ = [
+    "ExternalWaitFailed",
+    "ProbeResult",
+    "require_auth",
+    "sleep_for",
+    "sleep_until",
+    "wait_external",
+    "wait_for_event",
+    "wait_for_human",
+]

@@ -33,16 +33,15 @@ class RunRequest:
     budget: dict[str, Any] | None = None
 
 
-async def accept(
-    store: Store,
+def new_run(
     request: RunRequest,
     *,
     graphs: list[str],
     max_attempts: int,
     idempotency_key: str | None = None,
     principal: str = "",
-) -> tuple[Run, bool]:
-    """Create the run (or find the one this idempotency key already made)."""
+) -> NewRun:
+    """Resolve the graph and fingerprint the request; nothing is written yet."""
     if not graphs:
         raise UnknownGraph("no graphs are configured")
     graph = request.graph or graphs[0]
@@ -58,7 +57,7 @@ async def accept(
         "metadata": request.metadata or {},
         "budget": request.budget,
     }
-    new = NewRun(
+    return NewRun(
         id=str(uuid.uuid4()),
         thread_id=request.thread_id or str(uuid.uuid4()),
         graph=graph,
@@ -69,6 +68,25 @@ async def accept(
         idempotency_key=idempotency_key,
         fingerprint=fingerprint(body),
         max_attempts=max_attempts,
+        principal=principal,
+    )
+
+
+async def accept(
+    store: Store,
+    request: RunRequest,
+    *,
+    graphs: list[str],
+    max_attempts: int,
+    idempotency_key: str | None = None,
+    principal: str = "",
+) -> tuple[Run, bool]:
+    """Create the run (or find the one this idempotency key already made)."""
+    new = new_run(
+        request,
+        graphs=graphs,
+        max_attempts=max_attempts,
+        idempotency_key=idempotency_key,
         principal=principal,
     )
     return await store.create_run(new)

@@ -29,6 +29,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
+from langgraph.types import Command, StateSnapshot
 
 from outlast.config import Settings
 from outlast.errors import LeaseLost
@@ -37,7 +38,8 @@ from outlast.jsonable import to_jsonable
 from outlast.runtime import faults
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
-from outlast.store import EventDraft, Lease, Run, RunStatus, Store
+from outlast.runtime.waits import spec_from_interrupt
+from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,8 @@ class Execution:
                 result = await self._graph_task
                 translator.flush_messages()
                 await sink.flush()
+                if isinstance(result, Parked):
+                    return await self._park(result)
                 return await self._end_completed(result)
             except asyncio.CancelledError:
                 if not (self._graph_task.cancelled() and self.stop_reason):
@@ -149,23 +153,13 @@ class Execution:
         config = run_config(run)
         graph_input: Any = run.input
         # A first claim has exactly two events (created, started); more means an earlier
-        # attempt or a drain happened, and the thread may hold this run's checkpoints.
-        state = await graph.aget_state(config) if run.last_seq > 2 else None
-        if state is not None and state.metadata and state.metadata.get("run_id") == run.id:
-            # An earlier attempt of this run left checkpoints: continue from the last one.
-            sink.put(
-                EventDraft(
-                    "run.resumed",
-                    {
-                        "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
-                        "next": list(state.next),
-                        "attempt": run.attempts,
-                    },
-                )
-            )
-            if not state.next:
-                return state.values  # it had finished; only the final write was lost
-            graph_input = None
+        # attempt, a drain or a wait happened, and the thread holds this run's checkpoints.
+        if run.last_seq > 2:
+            state = await graph.aget_state(config)
+            if state.metadata and state.metadata.get("run_id") == run.id:
+                graph_input = await self._continuation(state, sink)
+                if graph_input is _FINISHED:
+                    return state.values  # it had finished; only the final write was lost
         final: Any = None
         async for part in graph.astream(
             graph_input,
@@ -182,12 +176,35 @@ class Execution:
                 continue
             translator.feed(part)  # type: ignore[arg-type]
         if translator.interrupts:
-            # Waits (interrupt()) become first-class in a later release; until then an
-            # interrupted run is reported as such, not as completed.
-            raise InterruptNotSupported(
-                "graph stopped at an interrupt; waiting runs are not supported yet"
-            )
+            state = await graph.aget_state(config)
+            if state.interrupts:
+                return Parked([spec_from_interrupt(i) for i in state.interrupts])
         return final
+
+    async def _continuation(self, state: StateSnapshot, sink: EventSink) -> Any:
+        """What to feed the graph to go on from this run's last checkpoint: the answers
+        to its pending interrupts, or ``None`` to resume after a crash or a drain."""
+        pending = {i.id for i in state.interrupts}
+        answered = await self.store.list_waits(self.run.id, "answered") if pending else []
+        resume = {w.interrupt_id: w.answer for w in answered if w.interrupt_id in pending}
+        sink.put(
+            EventDraft(
+                "run.resumed",
+                {
+                    "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
+                    "next": list(state.next),
+                    "attempt": self.run.attempts,
+                    "answers": len(resume),
+                },
+            )
+        )
+        if not state.next:
+            return _FINISHED
+        return Command(resume=resume) if resume else None
+
+    async def _park(self, parked: Parked) -> Outcome:
+        status = await self.store.park(self.lease, parked.specs, self.settings.signal_lookback)
+        return Outcome(status, f"{len(parked.specs)} wait(s)")
 
     async def _end_completed(self, values: Any) -> Outcome:
         result = to_jsonable(values)
@@ -242,5 +259,11 @@ class Execution:
         return Outcome(None, "released")
 
 
-class InterruptNotSupported(RuntimeError):
-    pass
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """The graph stopped at interrupts; the run waits without holding anything."""
+
+    specs: list[WaitSpec]
+
+
+_FINISHED = object()

@@ -60,10 +60,8 @@ class Translator:
         if kind == "updates" and isinstance(data, dict):
             for node, update in data.items():
                 if node == "__interrupt__":
+                    # Becomes a wait (wait.started) once the run parks; no event of its own.
                     self.interrupts.extend(update if isinstance(update, list | tuple) else [update])
-                    self._sink.put(
-                        EventDraft("interrupt", {"ns": ns, "value": to_jsonable(update)})
-                    )
                 else:
                     self._sink.put(
                         EventDraft(

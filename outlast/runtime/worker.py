@@ -28,6 +28,7 @@ from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults
 from outlast.runtime.execution import CANCEL, LEASE_LOST, SHUTDOWN, Execution
+from outlast.runtime.waker import Waker
 from outlast.store import RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 
@@ -72,6 +73,8 @@ class Worker:
         self._background = [
             asyncio.create_task(self._heartbeat_loop(), name="outlast-heartbeat"),
             asyncio.create_task(self._reaper_loop(), name="outlast-reaper"),
+            asyncio.create_task(Waker(self.store, self.settings).run(), name="outlast-waker"),
+            asyncio.create_task(self._retention_loop(), name="outlast-retention"),
         ]
         try:
             await self._claim_loop()
@@ -184,6 +187,17 @@ class Worker:
             except Exception as exc:
                 log.warning("reaper failed: %s", exc)
             await asyncio.sleep(self.settings.reaper_interval)
+
+    async def _retention_loop(self) -> None:
+        settings = self.settings
+        while True:
+            try:
+                await self.store.prune(
+                    keep=settings.event_retention_count, max_age=settings.event_retention_age
+                )
+            except Exception as exc:
+                log.warning("retention failed: %s", exc)
+            await asyncio.sleep(settings.retention_interval)
 
     def _on_control(self, run_id: str) -> None:
         targets = list(self.held) if run_id == ANY else [run_id]

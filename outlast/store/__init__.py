@@ -17,6 +17,8 @@ from outlast.store.base import (
     Run,
     RunStatus,
     Store,
+    Wait,
+    WaitSpec,
 )
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "Run",
     "RunStatus",
     "Store",
+    "Wait",
+    "WaitSpec",
     "make_store",
 ]
 

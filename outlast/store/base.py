@@ -128,6 +128,88 @@ class Reaped:
     seq: int
 
 
+WAIT_KINDS = frozenset({"human", "external", "timer", "event", "auth", "budget", "reconciliation"})
+
+
+@dataclass(frozen=True, slots=True)
+class WaitSpec:
+    """A wait as the runtime derives it from a pending interrupt, before it is stored.
+
+    ``wake_at`` (absolute) or ``wake_in`` (seconds from now, on database time) is when
+    the wait wakes by itself: a timer fires, a deadline gives the default answer, an
+    external wait is probed.
+    """
+
+    interrupt_id: str
+    kind: str
+    object: Any = None
+    prompt: Any = None
+    schema: dict[str, Any] | None = None
+    event_keys: list[str] | None = None
+    wake_at: dt.datetime | None = None
+    wake_in: float | None = None
+    has_default: bool = False
+    default: Any = None
+    probe: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    id: str
+    run_id: str
+    interrupt_id: str
+    kind: str
+    status: str  # open | answered | resumed | withdrawn
+    object: Any
+    prompt: Any
+    schema: dict[str, Any] | None
+    event_keys: list[str] | None
+    has_default: bool
+    default: Any
+    probe: dict[str, Any] | None
+    answer: Any
+    answered_how: str | None
+    since: dt.datetime
+    last_signal_at: dt.datetime | None
+    lease_expires_at: dt.datetime | None
+    wake_at: dt.datetime | None
+    renewals: int
+    failures: int
+    answered_at: dt.datetime | None
+
+    def public(self) -> dict[str, Any]:
+        """The shape clients see in snapshots and ``wait.started`` events."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "object": self.object,
+            "since": self.since.isoformat(),
+            "last_signal_at": self.last_signal_at.isoformat() if self.last_signal_at else None,
+            "lease_expires_at": (
+                self.lease_expires_at.isoformat() if self.lease_expires_at else None
+            ),
+            "renewals": self.renewals,
+            "prompt": self.prompt,
+            "schema": self.schema,
+            "status": self.status,
+            "deadline": self.wake_at.isoformat()
+            if self.wake_at and self.kind != "external"
+            else None,
+        }
+
+
+def same_request(new: NewRun, existing: Run) -> Run:
+    """An idempotency key seen again: the same run if the request is the same, else refuse."""
+    from outlast.errors import IdempotencyKeyReused
+
+    if existing.fingerprint != new.fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
+            "with a different request body"
+        )
+    return existing
+
+
 @dataclass(frozen=True, slots=True)
 class ListCursor:
     """Keyset position: runs accepted before the one at ``pos``."""
@@ -245,3 +327,47 @@ class Store(abc.ABC):
     async def reap(self, limit: int = 100) -> list[Reaped]:
         """Runs whose worker lease expired: requeue (attempt + 1 at next claim), or fail
         after ``max_attempts``; a run that was cancelling becomes cancelled."""
+
+    # -- waits, signals, threads, retention (implemented once in store/waits.py) ---------
+
+    @abc.abstractmethod
+    async def park(self, lease: Lease, specs: Sequence[WaitSpec], lookback: float) -> RunStatus:
+        """Record the waits of a run that stopped at interrupts and release it (fenced):
+        ``waiting``, or ``queued`` at once when an answer is already there."""
+
+    @abc.abstractmethod
+    async def answer(self, run_id: str, wait_id: str, value: Any, how: str = "input") -> Wait:
+        """Answer an open wait (WaitNotFound, WaitNotOpen) and requeue its run."""
+
+    @abc.abstractmethod
+    async def get_wait(self, run_id: str, wait_id: str) -> Wait: ...
+
+    @abc.abstractmethod
+    async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]: ...
+
+    @abc.abstractmethod
+    async def signal(self, key: str, payload: Any) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def due_waits(self, limit: int, hold: float) -> list[Wait]: ...
+
+    @abc.abstractmethod
+    async def next_due_in(self) -> float | None: ...
+
+    @abc.abstractmethod
+    async def wake(self, wait: Wait, value: Any, how: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def probe_ok(self, wait: Wait, every: float, detail: Any) -> None: ...
+
+    @abc.abstractmethod
+    async def probe_failed(self, wait: Wait, every: float, error: str) -> int: ...
+
+    @abc.abstractmethod
+    async def create_thread_run(self, new: NewRun, *, if_busy: str) -> tuple[Run, bool]: ...
+
+    @abc.abstractmethod
+    async def latest_run(self, thread_id: str) -> Run | None: ...
+
+    @abc.abstractmethod
+    async def prune(self, *, keep: int, max_age: float) -> None: ...

@@ -10,7 +10,8 @@ matters sends a ``NOTIFY`` inside its own statement, delivered at commit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -18,7 +19,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from outlast.errors import IdempotencyKeyReused, LeaseLost, StoreUnavailable
+from outlast.errors import LeaseLost, StoreUnavailable
 from outlast.store.base import (
     Event,
     EventDraft,
@@ -30,12 +31,21 @@ from outlast.store.base import (
     Run,
     RunStatus,
     Store,
+    Wait,
+    same_request,
 )
 from outlast.store.hub import Hub
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_saver import FencedPostgresSaver
-from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
+from outlast.store.rows import (
+    dumps,
+    dumps_or_none,
+    event_from_row,
+    run_from_row,
+    wait_from_row,
+)
 from outlast.store.sqlfiles import migrations, queries
+from outlast.store.waits import Tx, WaitsMixin
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
@@ -43,7 +53,7 @@ _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
 
-class PostgresStore(Store):
+class PostgresStore(WaitsMixin, Store):
     backend = "postgres"
 
     def __init__(
@@ -152,41 +162,44 @@ class PostgresStore(Store):
 
     # -- acceptance and reads ----------------------------------------------------------
 
+    def _insert_params(self, new: NewRun) -> dict[str, Any]:
+        return {
+            "id": new.id,
+            "principal": new.principal,
+            "thread_id": new.thread_id,
+            "graph": new.graph,
+            "input": dumps(new.input),
+            "config": dumps(new.config),
+            "metadata": dumps(new.metadata),
+            "budget": dumps_or_none(new.budget),
+            "idempotency_key": new.idempotency_key,
+            "fingerprint": new.fingerprint,
+            "max_attempts": new.max_attempts,
+            "event": dumps({"status": "queued", "graph": new.graph, "thread_id": new.thread_id}),
+        }
+
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        rows = await self._fetch(
-            "insert_run",
-            {
-                "id": new.id,
-                "principal": new.principal,
-                "thread_id": new.thread_id,
-                "graph": new.graph,
-                "input": dumps(new.input),
-                "config": dumps(new.config),
-                "metadata": dumps(new.metadata),
-                "budget": dumps_or_none(new.budget),
-                "idempotency_key": new.idempotency_key,
-                "fingerprint": new.fingerprint,
-                "max_attempts": new.max_attempts,
-                "event": dumps(
-                    {"status": "queued", "graph": new.graph, "thread_id": new.thread_id}
-                ),
-            },
-        )
+        # One statement (run row, first event, NOTIFY) on an autocommit connection.
+        rows = await self._fetch("insert_run", self._insert_params(new))
         if rows:
             return run_from_row(rows[0]), True
         # The key exists: the INSERT waited for the other transaction and did nothing.
         found = await self._fetch(
             "get_by_key", {"principal": new.principal, "key": new.idempotency_key}
         )
-        if not found:  # pragma: no cover - a NULL key always inserts
-            raise RuntimeError("insert skipped without a conflicting key")
-        existing = run_from_row(found[0])
-        if existing.fingerprint != new.fingerprint:
-            raise IdempotencyKeyReused(
-                f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
-                "with a different request body"
-            )
-        return existing, False
+        return same_request(new, run_from_row(found[0])), False
+
+    async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
+        rows = await tx.rows("insert_run", **self._insert_params(new))
+        if rows:
+            return run_from_row(rows[0]), True
+        found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
+        return same_request(new, run_from_row(found[0])), False
+
+    @asynccontextmanager
+    async def _wtx(self) -> AsyncIterator[Tx]:
+        async with self.pool.connection() as conn, conn.transaction():
+            yield _PgTx(conn, self._q)
 
     async def get_run(self, run_id: str) -> Run | None:
         rows = await self._fetch("get_run", {"id": run_id})
@@ -295,3 +308,33 @@ class PostgresStore(Store):
     async def reap(self, limit: int = 100) -> list[Reaped]:
         rows = await self._fetch("reap", {"limit": limit})
         return [Reaped(str(r["id"]), RunStatus(r["status"]), r["last_seq"]) for r in rows]
+
+
+class _PgTx:
+    """A transaction for store/waits.py; NOTIFY inside it is delivered at commit."""
+
+    def __init__(self, conn: Conn, q: dict[str, str]) -> None:
+        self._conn = conn
+        self._q = q
+
+    async def rows(self, name: str, **params: Any) -> list[Mapping[str, Any]]:
+        cur = await self._conn.execute(self._q[name], params)
+        return list(await cur.fetchall()) if cur.description is not None else []
+
+    def json(self, value: Any) -> Any:
+        return dumps_or_none(value)
+
+    def load(self, value: Any) -> Any:
+        return value
+
+    def ts(self, value: Any) -> Any:
+        return value
+
+    def wait(self, row: Mapping[str, Any]) -> Wait:
+        return wait_from_row(row)
+
+    def run(self, row: Mapping[str, Any]) -> Run:
+        return run_from_row(row)
+
+    async def notify(self, channel: str, key: str) -> None:
+        await self.rows("notify", channel=f"outlast_{channel}", payload=key)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from outlast.jsonable import to_jsonable
-from outlast.store.base import Event, Run, RunStatus
+from outlast.store.base import Event, Run, RunStatus, Wait
 
 
 def dumps(value: Any) -> str:
@@ -70,4 +70,36 @@ def event_from_row(
         type=row["type"],
         data=load(row["data"]),
         time=time,
+    )
+
+
+def wait_from_row(
+    row: Mapping[str, Any],
+    load: Callable[[Any], Any] = _identity,
+    when: Callable[[Any], dt.datetime | None] = _identity,
+) -> Wait:
+    since = when(row["since"])
+    assert since is not None
+    return Wait(
+        id=str(row["id"]),
+        run_id=str(row["run_id"]),
+        interrupt_id=row["interrupt_id"],
+        kind=row["kind"],
+        status=row["status"],
+        object=load(row["object"]),
+        prompt=load(row["prompt"]),
+        schema=load(row["schema"]),
+        event_keys=load(row["event_keys"]),
+        has_default=bool(row["has_default"]),
+        default=load(row["default_answer"]),
+        probe=load(row["probe"]),
+        answer=load(row["answer"]),
+        answered_how=row["answered_how"],
+        since=since,
+        last_signal_at=when(row["last_signal_at"]),
+        lease_expires_at=when(row["lease_expires_at"]),
+        wake_at=when(row["wake_at"]),
+        renewals=row["renewals"],
+        failures=row["failures"],
+        answered_at=when(row["answered_at"]),
     )

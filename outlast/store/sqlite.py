@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from outlast.errors import IdempotencyKeyReused, LeaseLost, StoreUnavailable
+from outlast.errors import LeaseLost, StoreUnavailable
 from outlast.store.base import (
     Event,
     EventDraft,
@@ -32,10 +32,19 @@ from outlast.store.base import (
     Run,
     RunStatus,
     Store,
+    Wait,
+    same_request,
 )
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
-from outlast.store.rows import dumps, dumps_or_none, event_from_row, run_from_row
+from outlast.store.rows import (
+    dumps,
+    dumps_or_none,
+    event_from_row,
+    run_from_row,
+    wait_from_row,
+)
 from outlast.store.sqlfiles import migrations, queries
+from outlast.store.waits import Tx, WaitsMixin
 
 
 def _load(value: Any) -> Any:
@@ -65,7 +74,7 @@ async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
     return conn
 
 
-class SqliteStore(Store):
+class SqliteStore(WaitsMixin, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
@@ -109,10 +118,12 @@ class SqliteStore(Store):
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
+                await self.conn.execute("COMMIT")
             except BaseException:
+                # Also when COMMIT itself fails: never leave the shared connection inside
+                # a transaction.
                 await self.conn.execute("ROLLBACK")
                 raise
-            await self.conn.execute("COMMIT")
 
     async def _all(self, name: str, params: dict[str, Any]) -> list[Any]:
         async with self._lock, self.conn.execute(self._q[name], params) as cur:
@@ -166,49 +177,45 @@ class SqliteStore(Store):
     # -- acceptance and reads ----------------------------------------------------------
 
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        params = {
-            "id": new.id,
-            "principal": new.principal,
-            "thread_id": new.thread_id,
-            "graph": new.graph,
-            "input": dumps(new.input),
-            "config": dumps(new.config),
-            "metadata": dumps(new.metadata),
-            "budget": dumps_or_none(new.budget),
-            "idempotency_key": new.idempotency_key,
-            "fingerprint": new.fingerprint,
-            "max_attempts": new.max_attempts,
-        }
-        async with self._tx() as conn:
-            async with conn.execute(self._q["insert_run"], params) as cur:
-                row = await cur.fetchone()
-            if row is not None:
-                await self._event(
-                    conn,
-                    new.id,
-                    1,
-                    "run.created",
-                    {"status": "queued", "graph": new.graph, "thread_id": new.thread_id},
-                )
-                created = _run(row)
-            else:
-                async with conn.execute(
-                    self._q["get_by_key"],
-                    {"principal": new.principal, "key": new.idempotency_key},
-                ) as cur:
-                    found = await cur.fetchone()
-                assert found is not None
-                created = None
-                existing = _run(found)
-        if created is not None:
-            self.hub.publish(QUEUE, created.id)
-            return created, True
-        if existing.fingerprint != new.fingerprint:
-            raise IdempotencyKeyReused(
-                f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
-                "with a different request body"
+        async with self._wtx() as tx:
+            return await self._insert_run(tx, new)
+
+    async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
+        rows = await tx.rows(
+            "insert_run",
+            id=new.id,
+            principal=new.principal,
+            thread_id=new.thread_id,
+            graph=new.graph,
+            input=dumps(new.input),
+            config=dumps(new.config),
+            metadata=dumps(new.metadata),
+            budget=dumps_or_none(new.budget),
+            idempotency_key=new.idempotency_key,
+            fingerprint=new.fingerprint,
+            max_attempts=new.max_attempts,
+        )
+        if rows:
+            await tx.rows(
+                "insert_event",
+                run_id=new.id,
+                seq=1,
+                type="run.created",
+                data=dumps({"status": "queued", "graph": new.graph, "thread_id": new.thread_id}),
             )
-        return existing, False
+            await tx.notify(QUEUE, new.id)
+            return _run(rows[0]), True
+        found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
+        return same_request(new, _run(found[0])), False
+
+    @asynccontextmanager
+    async def _wtx(self) -> AsyncIterator[Tx]:
+        tx = _SqliteTx(self._q)
+        async with self._tx() as conn:
+            tx.conn = conn
+            yield tx
+        for channel, key in tx.notes:  # after commit, like NOTIFY
+            self.hub.publish(channel, key)
 
     async def get_run(self, run_id: str) -> Run | None:
         rows = await self._all("get_run", {"id": run_id})
@@ -330,6 +337,9 @@ class SqliteStore(Store):
                     {"status": row["status"], "reason": reason},
                 )
             await self._event(conn, lease.run_id, seq, event.type, event.data)
+            if name == "finish":
+                async with conn.execute(self._q["w_settle"], {"run_id": lease.run_id}) as cur:
+                    await cur.fetchall()
         self.hub.publish(EVENTS, lease.run_id)
         self.hub.publish(STATUS, lease.run_id)
         return seq
@@ -371,6 +381,8 @@ class SqliteStore(Store):
                 await self._event(
                     conn, run_id, run.last_seq, kind, {"status": run.status.value, "reason": reason}
                 )
+                if run.status == RunStatus.CANCELLED:
+                    await conn.execute(self._q["w_withdraw"], {"run_id": run_id})
         if row is None:
             return await self.get_run(run_id)
         self.hub.publish(EVENTS, run_id)
@@ -412,3 +424,35 @@ def _split(script: str) -> list[str]:
     """Split a migration into statements (no semicolons inside our literals)."""
     lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+class _SqliteTx:
+    """A BEGIN IMMEDIATE transaction for store/waits.py; notifications wait for commit."""
+
+    def __init__(self, q: dict[str, str]) -> None:
+        self._q = q
+        self.conn: aiosqlite.Connection | None = None
+        self.notes: list[tuple[str, str]] = []
+
+    async def rows(self, name: str, **params: Any) -> list[Mapping[str, Any]]:
+        assert self.conn is not None
+        async with self.conn.execute(self._q[name], params) as cur:
+            return [dict(row) for row in await cur.fetchall()]
+
+    def json(self, value: Any) -> Any:
+        return dumps_or_none(value)
+
+    def load(self, value: Any) -> Any:
+        return _load(value)
+
+    def ts(self, value: Any) -> Any:
+        return None if value is None else value.timestamp()
+
+    def wait(self, row: Mapping[str, Any]) -> Wait:
+        return wait_from_row(row, _load, _when)
+
+    def run(self, row: Mapping[str, Any]) -> Run:
+        return _run(row)
+
+    async def notify(self, channel: str, key: str) -> None:
+        self.notes.append((channel, key))

@@ -107,6 +107,10 @@ WITH r AS (
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
     RETURNING id, last_seq
+), settled AS (
+    UPDATE outlast_waits
+    SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
+    WHERE run_id = (SELECT id FROM r) AND status IN ('open', 'answered')
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq, %(type)s, %(data)s::jsonb FROM r
@@ -153,6 +157,10 @@ WITH r AS (
         last_seq = last_seq + 1, updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND status IN ('queued', 'waiting', 'running')
     RETURNING *
+), withdrawn AS (
+    UPDATE outlast_waits SET status = 'withdrawn'
+    WHERE run_id IN (SELECT id FROM r WHERE status = 'cancelled')
+      AND status IN ('open', 'answered')
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq,
@@ -204,3 +212,146 @@ SELECT r.id, r.status, r.last_seq,
        pg_notify('outlast_queue', r.id::text) AS n2,
        pg_notify('outlast_status', r.id::text) AS n3
 FROM r;
+
+-- ---------------------------------------------------------------------------------------
+-- Waits, signals, threads, retention. Run inside one transaction by store/waits.py; every
+-- JSON parameter arrives as text.
+
+-- name: insert_event
+INSERT INTO outlast_events (run_id, seq, type, data)
+VALUES (%(run_id)s, %(seq)s, %(type)s, %(data)s::jsonb);
+
+-- name: bump_any
+UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
+WHERE id = %(run_id)s
+RETURNING last_seq;
+
+-- name: notify
+SELECT pg_notify(%(channel)s, %(payload)s);
+
+-- name: w_insert
+INSERT INTO outlast_waits (id, run_id, interrupt_id, kind, status, object, prompt, schema,
+                           event_keys, has_default, default_answer, probe, wake_at,
+                           lease_expires_at)
+VALUES (%(id)s, %(run_id)s, %(interrupt_id)s, %(kind)s, 'open', %(object)s::jsonb,
+        %(prompt)s::jsonb, %(schema)s::jsonb, %(event_keys)s::jsonb, %(has_default)s,
+        %(default_answer)s::jsonb, %(probe)s::jsonb,
+        COALESCE(%(wake_at)s::timestamptz, now() + make_interval(secs => %(wake_in)s::float8)),
+        COALESCE(%(wake_at)s::timestamptz, now() + make_interval(secs => %(wake_in)s::float8))
+            + make_interval(secs => %(lease_grace)s::float8))
+RETURNING *;
+
+-- name: w_find_live
+SELECT * FROM outlast_waits
+WHERE run_id = %(run_id)s AND interrupt_id = %(interrupt_id)s AND status IN ('open', 'answered');
+
+-- name: w_resume_consumed
+UPDATE outlast_waits SET status = 'resumed'
+WHERE run_id = %(run_id)s AND status = 'answered'
+  AND interrupt_id NOT IN (SELECT jsonb_array_elements_text(%(pending)s::jsonb));
+
+-- name: w_count_answered
+SELECT count(*) AS n FROM outlast_waits WHERE run_id = %(run_id)s AND status = 'answered';
+
+-- name: w_park_run
+UPDATE outlast_runs
+SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE %(status)s END,
+    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    updated_at = clock_timestamp()
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+RETURNING status;
+
+-- name: w_get
+SELECT * FROM outlast_waits WHERE id = %(id)s FOR UPDATE;
+
+-- name: w_answer
+UPDATE outlast_waits
+SET status = 'answered', answer = %(answer)s::jsonb, answered_how = %(how)s,
+    answered_at = clock_timestamp(), last_signal_at = clock_timestamp()
+WHERE id = %(id)s AND status = 'open'
+RETURNING *;
+
+-- name: w_list
+SELECT * FROM outlast_waits
+WHERE run_id = %(run_id)s AND (%(status)s::text IS NULL OR status = %(status)s)
+ORDER BY since, id;
+
+-- name: w_settle
+UPDATE outlast_waits
+SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
+WHERE run_id = %(run_id)s AND status IN ('open', 'answered')
+RETURNING id;
+
+-- name: run_requeue_if_waiting
+UPDATE outlast_runs SET status = 'queued', updated_at = clock_timestamp()
+WHERE id = %(run_id)s AND status = 'waiting'
+RETURNING id;
+
+-- name: sig_insert
+INSERT INTO outlast_signals (key, payload) VALUES (%(key)s, %(payload)s::jsonb) RETURNING id;
+
+-- name: sig_match
+SELECT * FROM outlast_waits
+WHERE status = 'open' AND kind = 'event' AND event_keys ? %(key)s
+ORDER BY since
+FOR UPDATE SKIP LOCKED;
+
+-- name: sig_lookback
+SELECT key, payload FROM outlast_signals
+WHERE key IN (SELECT jsonb_array_elements_text(%(keys)s::jsonb))
+  AND created_at >= now() - make_interval(secs => %(lookback)s::float8)
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: w_due
+WITH due AS (
+    SELECT id FROM outlast_waits
+    WHERE status = 'open' AND wake_at <= now()
+    ORDER BY wake_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outlast_waits w SET wake_at = now() + make_interval(secs => %(hold)s::float8)
+FROM due WHERE w.id = due.id
+RETURNING w.*;
+
+-- name: w_next_due
+SELECT extract(epoch FROM (min(wake_at) - now())) AS seconds
+FROM outlast_waits WHERE status = 'open' AND wake_at IS NOT NULL;
+
+-- name: w_probe_ok
+UPDATE outlast_waits
+SET renewals = renewals + 1, failures = 0, last_signal_at = clock_timestamp(),
+    wake_at = now() + make_interval(secs => %(every)s::float8),
+    lease_expires_at = now() + make_interval(secs => 2 * %(every)s::float8)
+WHERE id = %(id)s AND status = 'open'
+RETURNING *;
+
+-- name: w_probe_failed
+UPDATE outlast_waits
+SET failures = failures + 1, wake_at = now() + make_interval(secs => %(every)s::float8)
+WHERE id = %(id)s AND status = 'open'
+RETURNING *;
+
+-- name: thread_lock
+SELECT pg_advisory_xact_lock(hashtext(%(thread_id)s));
+
+-- name: thread_active
+SELECT * FROM outlast_runs
+WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running', 'cancelling', 'waiting')
+ORDER BY pos LIMIT 1;
+
+-- name: thread_latest
+SELECT * FROM outlast_runs WHERE thread_id = %(thread_id)s ORDER BY pos DESC LIMIT 1;
+
+-- name: prune_by_count
+DELETE FROM outlast_events e USING outlast_runs r
+WHERE e.run_id = r.id AND e.seq <= r.last_seq - %(keep)s;
+
+-- name: prune_by_age
+DELETE FROM outlast_events WHERE created_at < now() - make_interval(secs => %(age)s::float8);
+
+-- name: w_withdraw
+UPDATE outlast_waits SET status = 'withdrawn'
+WHERE run_id = %(run_id)s AND status IN ('open', 'answered');

@@ -125,3 +125,137 @@ WHERE id IN (SELECT id FROM outlast_runs
                AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
              ORDER BY lease_expires_at LIMIT :limit)
 RETURNING id, status, last_seq, attempts;
+
+-- ---------------------------------------------------------------------------------------
+-- Waits, signals, threads, retention (see the Postgres file; same names, same meaning).
+
+-- name: bump_any
+UPDATE outlast_runs SET last_seq = last_seq + :n,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id
+RETURNING last_seq;
+
+-- name: w_insert
+INSERT INTO outlast_waits (id, run_id, interrupt_id, kind, status, object, prompt, schema,
+                           event_keys, has_default, default_answer, probe, since, wake_at,
+                           lease_expires_at)
+VALUES (:id, :run_id, :interrupt_id, :kind, 'open', :object, :prompt, :schema, :event_keys,
+        :has_default, :default_answer, :probe, (julianday('now') - 2440587.5) * 86400.0,
+        COALESCE(:wake_at, (julianday('now') - 2440587.5) * 86400.0 + :wake_in),
+        COALESCE(:wake_at, (julianday('now') - 2440587.5) * 86400.0 + :wake_in) + :lease_grace)
+RETURNING *;
+
+-- name: w_find_live
+SELECT * FROM outlast_waits
+WHERE run_id = :run_id AND interrupt_id = :interrupt_id AND status IN ('open', 'answered');
+
+-- name: w_resume_consumed
+UPDATE outlast_waits SET status = 'resumed'
+WHERE run_id = :run_id AND status = 'answered'
+  AND interrupt_id NOT IN (SELECT value FROM json_each(:pending));
+
+-- name: w_count_answered
+SELECT count(*) AS n FROM outlast_waits WHERE run_id = :run_id AND status = 'answered';
+
+-- name: w_park_run
+UPDATE outlast_runs
+SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE :status END,
+    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING status;
+
+-- name: w_get
+SELECT * FROM outlast_waits WHERE id = :id;
+
+-- name: w_answer
+UPDATE outlast_waits
+SET status = 'answered', answer = :answer, answered_how = :how,
+    answered_at = (julianday('now') - 2440587.5) * 86400.0,
+    last_signal_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :id AND status = 'open'
+RETURNING *;
+
+-- name: w_list
+SELECT * FROM outlast_waits
+WHERE run_id = :run_id AND (:status IS NULL OR status = :status)
+ORDER BY since, id;
+
+-- name: w_settle
+UPDATE outlast_waits
+SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
+WHERE run_id = :run_id AND status IN ('open', 'answered')
+RETURNING id;
+
+-- name: run_requeue_if_waiting
+UPDATE outlast_runs SET status = 'queued', updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND status = 'waiting'
+RETURNING id;
+
+-- name: sig_insert
+INSERT INTO outlast_signals (key, payload, created_at)
+VALUES (:key, :payload, (julianday('now') - 2440587.5) * 86400.0)
+RETURNING id;
+
+-- name: sig_match
+SELECT * FROM outlast_waits w
+WHERE status = 'open' AND kind = 'event'
+  AND EXISTS (SELECT 1 FROM json_each(w.event_keys) WHERE value = :key)
+ORDER BY since;
+
+-- name: sig_lookback
+SELECT key, payload FROM outlast_signals
+WHERE key IN (SELECT value FROM json_each(:keys))
+  AND created_at >= (julianday('now') - 2440587.5) * 86400.0 - :lookback
+ORDER BY created_at DESC, id DESC
+LIMIT 1;
+
+-- name: w_due
+UPDATE outlast_waits SET wake_at = (julianday('now') - 2440587.5) * 86400.0 + :hold
+WHERE id IN (SELECT id FROM outlast_waits
+             WHERE status = 'open' AND wake_at <= (julianday('now') - 2440587.5) * 86400.0
+             ORDER BY wake_at LIMIT :limit)
+RETURNING *;
+
+-- name: w_next_due
+SELECT min(wake_at) - (julianday('now') - 2440587.5) * 86400.0 AS seconds
+FROM outlast_waits WHERE status = 'open' AND wake_at IS NOT NULL;
+
+-- name: w_probe_ok
+UPDATE outlast_waits
+SET renewals = renewals + 1, failures = 0,
+    last_signal_at = (julianday('now') - 2440587.5) * 86400.0,
+    wake_at = (julianday('now') - 2440587.5) * 86400.0 + :every,
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + 2 * :every
+WHERE id = :id AND status = 'open'
+RETURNING *;
+
+-- name: w_probe_failed
+UPDATE outlast_waits
+SET failures = failures + 1, wake_at = (julianday('now') - 2440587.5) * 86400.0 + :every
+WHERE id = :id AND status = 'open'
+RETURNING *;
+
+-- name: thread_lock
+SELECT 1;
+
+-- name: thread_active
+SELECT * FROM outlast_runs
+WHERE thread_id = :thread_id AND status IN ('queued', 'running', 'cancelling', 'waiting')
+ORDER BY pos LIMIT 1;
+
+-- name: thread_latest
+SELECT * FROM outlast_runs WHERE thread_id = :thread_id ORDER BY pos DESC LIMIT 1;
+
+-- name: prune_by_count
+DELETE FROM outlast_events
+WHERE seq <= (SELECT r.last_seq FROM outlast_runs r WHERE r.id = outlast_events.run_id) - :keep;
+
+-- name: prune_by_age
+DELETE FROM outlast_events
+WHERE created_at < (julianday('now') - 2440587.5) * 86400.0 - :age;
+
+-- name: w_withdraw
+UPDATE outlast_waits SET status = 'withdrawn'
+WHERE run_id = :run_id AND status IN ('open', 'answered');

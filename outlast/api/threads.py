@@ -1,0 +1,117 @@
+"""``/v1/threads``: continue a thread with a new run; inspect its state and history.
+
+A thread is one checkpoint lineage. A new run on it starts from its latest checkpoint;
+while another run of the thread is active it is refused with ``409`` unless the request
+asks to queue behind it (runs of one thread never execute at the same time).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Query, Request, Response
+
+from outlast.api.runs import KEY_PATTERN, BadHeader, ctx_of, location, snapshot
+from outlast.api.schemas import RunSnapshot, ThreadRunCreate
+from outlast.errors import OutlastError, RunNotFound
+from outlast.jsonable import to_jsonable
+from outlast.runtime.accept import RunRequest, new_run
+
+router = APIRouter(prefix="/v1/threads", tags=["threads"])
+
+ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+
+
+class BadThreadRequest(OutlastError):
+    status = 422
+    title = "Invalid thread request"
+
+
+@router.post("/{thread_id}/runs", status_code=202, response_model=RunSnapshot)
+async def create_thread_run(
+    request: Request,
+    response: Response,
+    thread_id: ThreadId,
+    body: ThreadRunCreate,
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> RunSnapshot:
+    ctx = ctx_of(request)
+    if body.thread_id not in (None, thread_id):
+        raise BadThreadRequest("thread_id in the body differs from the one in the path")
+    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
+        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    latest = await ctx.store.latest_run(thread_id)
+    graph = body.graph or (latest.graph if latest else None)
+    new = new_run(
+        RunRequest(
+            graph=graph,
+            input=body.input,
+            thread_id=thread_id,
+            config=body.config,
+            metadata=body.metadata,
+            budget=body.budget,
+        ),
+        graphs=ctx.registry.names,
+        max_attempts=ctx.settings.max_attempts,
+        idempotency_key=idempotency_key,
+    )
+    run, created = await ctx.store.create_thread_run(new, if_busy=body.if_busy)
+    response.headers.update(location(run.id))
+    response.headers["Retry-After"] = "1"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return await snapshot(ctx, run)
+
+
+async def _graph_for(request: Request, thread_id: str) -> tuple[Any, dict[str, Any], Any]:
+    ctx = ctx_of(request)
+    latest = await ctx.store.latest_run(thread_id)
+    if latest is None:
+        raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
+    graph = ctx.registry.for_run(latest.graph, ctx.store.checkpointer())
+    return graph, {"configurable": {"thread_id": thread_id}}, latest
+
+
+def _state(state: Any) -> dict[str, Any]:
+    configurable = state.config.get("configurable", {}) if state.config else {}
+    return {
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "values": to_jsonable(state.values),
+        "next": list(state.next),
+        "interrupts": [{"id": i.id, "value": to_jsonable(i.value)} for i in state.interrupts],
+        "metadata": to_jsonable(state.metadata),
+        "created_at": state.created_at,
+    }
+
+
+@router.get("/{thread_id}/state")
+async def thread_state(request: Request, thread_id: ThreadId) -> dict[str, Any]:
+    """The thread's latest checkpoint, and its latest run."""
+    graph, config, latest = await _graph_for(request, thread_id)
+    state = await graph.aget_state(config)
+    return {
+        "thread_id": thread_id,
+        "graph": latest.graph,
+        "latest_run": {"id": latest.id, "status": latest.status.value},
+        **_state(state),
+    }
+
+
+@router.get("/{thread_id}/history")
+async def thread_history(
+    request: Request,
+    thread_id: ThreadId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    before: Annotated[str | None, Query(max_length=100, description="a checkpoint_id")] = None,
+) -> dict[str, Any]:
+    """Checkpoints, newest first; pass ``next_cursor`` as ``before`` for older ones."""
+    graph, config, _ = await _graph_for(request, thread_id)
+    before_config = (
+        {"configurable": {"thread_id": thread_id, "checkpoint_id": before}} if before else None
+    )
+    items = [
+        s async for s in graph.aget_state_history(config, limit=limit + 1, before=before_config)
+    ]
+    page = items[:limit]
+    cursor = page[-1].config["configurable"]["checkpoint_id"] if len(items) > limit else None
+    return {"thread_id": thread_id, "checkpoints": [_state(s) for s in page], "next_cursor": cursor}

@@ -1,0 +1,73 @@
+"""Answers and signals: ``POST /v1/runs/{id}/input`` and ``POST /v1/signals/{key}``.
+
+An answer is stored first and matched to its wait second; the wait is answered by a
+conditional update, so of any number of concurrent answers exactly one resumes the run
+and the others get ``409``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import jsonschema
+from fastapi import APIRouter, Path, Request, Response
+
+from outlast.api.context import AppContext
+from outlast.api.runs import ctx_of, get_run_or_404, location, snapshot
+from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
+from outlast.errors import InvalidAnswer, WaitNotOpen
+
+router = APIRouter(prefix="/v1", tags=["waits"])
+
+# Waits that a client answers; the others end by themselves or by a signal.
+ANSWERABLE = {"human", "auth", "budget", "reconciliation"}
+_HOW = {
+    "timer": "it ends at its time",
+    "external": "it ends when the provider's job is done",
+    "event": "it ends with POST /v1/signals/{key}",
+}
+
+
+def _validate(schema: dict[str, Any] | None, value: Any) -> None:
+    if schema is None:
+        return
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "value"
+        raise InvalidAnswer(f"{where}: {exc.message}") from None
+    except jsonschema.SchemaError as exc:  # the graph declared an invalid schema
+        raise InvalidAnswer(f"the wait's schema is invalid: {exc.message}") from None
+
+
+@router.post("/runs/{run_id}/input", status_code=202, response_model=RunSnapshot)
+async def answer_wait(
+    request: Request, response: Response, run_id: str, body: InputRequest
+) -> RunSnapshot:
+    """Answer a human, auth, budget or reconciliation wait; the run resumes with it.
+    ``409`` if the wait is no longer open (a second answer never resumes twice), ``422``
+    if the value does not match the wait's schema."""
+    ctx: AppContext = ctx_of(request)
+    await get_run_or_404(ctx, run_id)
+    wait = await ctx.store.get_wait(run_id, body.wait_id)
+    if wait.status != "open":
+        raise WaitNotOpen(f"wait {wait.id} is already {wait.status}; a wait is answered once")
+    if wait.kind not in ANSWERABLE:
+        raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
+    _validate(wait.schema, body.value)
+    await ctx.store.answer(run_id, wait.id, body.value, "input")
+    response.headers.update(location(run_id))
+    return await snapshot(ctx, await get_run_or_404(ctx, run_id))
+
+
+@router.post("/signals/{key}", response_model=SignalResult)
+async def send_signal(
+    request: Request,
+    key: Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-/]{1,200}$")],
+    body: SignalRequest | None = None,
+) -> SignalResult:
+    """Wake every run waiting on event ``key``. The signal is kept for the lookback window
+    (``OUTLAST_SIGNAL_LOOKBACK``), so a wait registered just after it still wakes."""
+    ctx = ctx_of(request)
+    runs = await ctx.store.signal(key, body.payload if body else None)
+    return SignalResult(key=key, woken=len(runs), runs=runs)

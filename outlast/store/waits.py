@@ -1,0 +1,294 @@
+"""Waits, signals, threads and retention: written once, for both backends.
+
+Each backend supplies ``_wtx()``: a transaction (``BEGIN`` on Postgres, ``BEGIN
+IMMEDIATE`` on SQLite) exposing named queries from its own ``queries.sql`` and a
+``notify`` that is delivered at commit. The logic here is what must be identical on both:
+
+- Answers and signals are stored first and matched second. A wait is answered by a
+  conditional ``UPDATE … WHERE status = 'open'``: of twenty concurrent answers exactly
+  one changes a row, and only that one requeues the run.
+- Parking a run (``park``) keeps the wait of an interrupt that is still pending (a
+  partial resume re-raises the others with the same interrupt id) and marks answers the
+  graph has consumed as ``resumed``. If an answer is already there (it arrived while the
+  run was still running, or a signal came first within the lookback window), the run is
+  queued again at once instead of waiting: a wait never hangs because of the order in
+  which two messages arrived.
+"""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from outlast.errors import LeaseLost, ThreadBusy, WaitNotFound, WaitNotOpen
+from outlast.store.base import EventDraft, Lease, NewRun, Run, RunStatus, Wait, WaitSpec
+from outlast.store.hub import EVENTS, QUEUE, STATUS
+
+
+class Tx(Protocol):
+    async def rows(self, name: str, **params: Any) -> list[Mapping[str, Any]]: ...
+
+    def json(self, value: Any) -> Any: ...
+
+    def load(self, value: Any) -> Any: ...
+
+    def ts(self, value: Any) -> Any: ...
+
+    def wait(self, row: Mapping[str, Any]) -> Wait: ...
+
+    def run(self, row: Mapping[str, Any]) -> Run: ...
+
+    async def notify(self, channel: str, key: str) -> None: ...
+
+
+async def append_events(tx: Tx, run_id: str, drafts: Sequence[EventDraft]) -> int:
+    """Append inside an open transaction; the caller has already decided it may write."""
+    rows = await tx.rows("bump_any", run_id=run_id, n=len(drafts))
+    last: int = rows[0]["last_seq"]
+    first = last - len(drafts) + 1
+    for i, draft in enumerate(drafts):
+        await tx.rows(
+            "insert_event", run_id=run_id, seq=first + i, type=draft.type, data=tx.json(draft.data)
+        )
+    await tx.notify(EVENTS, run_id)
+    return last
+
+
+def _ended(wait: Wait, how: str, value: Any) -> EventDraft:
+    return EventDraft(
+        "wait.ended", {"wait_id": wait.id, "kind": wait.kind, "how": how, "value": value}
+    )
+
+
+async def _answer(tx: Tx, wait: Wait, value: Any, how: str) -> tuple[Wait, list[EventDraft]]:
+    rows = await tx.rows("w_answer", id=wait.id, answer=tx.json(value), how=how)
+    if not rows:
+        raise WaitNotOpen(f"wait {wait.id} is {wait.status}; it was not answered again")
+    drafts = [_ended(wait, how, value)]
+    if await tx.rows("run_requeue_if_waiting", run_id=wait.run_id):
+        drafts.append(
+            EventDraft(
+                "run.queued", {"status": "queued", "reason": f"{wait.kind} wait answered ({how})"}
+            )
+        )
+        await tx.notify(QUEUE, wait.run_id)
+        await tx.notify(STATUS, wait.run_id)
+    return tx.wait(rows[0]), drafts
+
+
+class WaitsMixin(abc.ABC):
+    """Concrete store operations over ``_wtx()``; mixed into both stores."""
+
+    @abc.abstractmethod
+    def _wtx(self) -> AbstractAsyncContextManager[Tx]: ...
+
+    @abc.abstractmethod
+    async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
+
+    async def park(self, lease: Lease, specs: Sequence[WaitSpec], lookback: float) -> RunStatus:
+        """The run stopped at interrupts: record its waits and release it (fenced)."""
+        async with self._wtx() as tx:
+            run_id = lease.run_id
+            pending = [s.interrupt_id for s in specs]
+            await tx.rows("w_resume_consumed", run_id=run_id, pending=tx.json(pending))
+            drafts: list[EventDraft] = []
+            for spec in specs:
+                if await tx.rows("w_find_live", run_id=run_id, interrupt_id=spec.interrupt_id):
+                    continue  # still pending from before (a partial resume re-raised it)
+                rows = await tx.rows(
+                    "w_insert",
+                    id=str(uuid.uuid4()),
+                    run_id=run_id,
+                    interrupt_id=spec.interrupt_id,
+                    kind=spec.kind,
+                    object=tx.json(spec.object),
+                    prompt=tx.json(spec.prompt),
+                    schema=tx.json(spec.schema),
+                    event_keys=tx.json(spec.event_keys),
+                    has_default=spec.has_default,
+                    default_answer=tx.json(spec.default),
+                    probe=tx.json(spec.probe),
+                    wake_at=tx.ts(spec.wake_at),
+                    wake_in=spec.wake_in,
+                    lease_grace=float((spec.probe or {}).get("every", 0.0)),
+                )
+                wait = tx.wait(rows[0])
+                drafts.append(EventDraft("wait.started", {"wait": wait.public()}))
+                if spec.event_keys and lookback > 0:
+                    early = await tx.rows(
+                        "sig_lookback", keys=tx.json(spec.event_keys), lookback=lookback
+                    )
+                    if early:
+                        value = {"key": early[0]["key"], "payload": tx.load(early[0]["payload"])}
+                        await tx.rows("w_answer", id=wait.id, answer=tx.json(value), how="signal")
+                        drafts.append(_ended(wait, "signal", value))
+            answered = (await tx.rows("w_count_answered", run_id=run_id))[0]["n"]
+            target = RunStatus.QUEUED if answered else RunStatus.WAITING
+            parked = await tx.rows(
+                "w_park_run",
+                run_id=run_id,
+                worker_id=lease.worker_id,
+                epoch=lease.epoch,
+                status=target.value,
+            )
+            if not parked:
+                raise LeaseLost(f"run {run_id}: lease epoch {lease.epoch} is no longer held")
+            status = RunStatus(parked[0]["status"])
+            if status == RunStatus.CANCELLED:
+                await tx.rows("w_settle", run_id=run_id)
+                drafts.append(
+                    EventDraft(
+                        "run.cancelled",
+                        {"status": "cancelled", "reason": "cancelled while running"},
+                    )
+                )
+            elif status == RunStatus.QUEUED:
+                drafts.append(
+                    EventDraft(
+                        "run.queued", {"status": "queued", "reason": "answered before it waited"}
+                    )
+                )
+            else:
+                drafts.append(EventDraft("run.waiting", {"status": "waiting", "waits": len(specs)}))
+            await append_events(tx, run_id, drafts)
+            await tx.notify(STATUS, run_id)
+            if status != RunStatus.WAITING:
+                await tx.notify(QUEUE, run_id)
+            return status
+
+    async def answer(self, run_id: str, wait_id: str, value: Any, how: str = "input") -> Wait:
+        async with self._wtx() as tx:
+            wait = await self._lock_wait(tx, run_id, wait_id)
+            if wait.status != "open":
+                raise WaitNotOpen(
+                    f"wait {wait_id} is already {wait.status}"
+                    + (f" ({wait.answered_how})" if wait.answered_how else "")
+                    + "; a wait is answered once"
+                )
+            answered, drafts = await _answer(tx, wait, value, how)
+            await append_events(tx, run_id, drafts)
+            return answered
+
+    async def _lock_wait(self, tx: Tx, run_id: str, wait_id: str) -> Wait:
+        try:
+            uuid.UUID(wait_id)
+        except ValueError:
+            raise WaitNotFound(f"run {run_id} has no wait {wait_id!r}") from None
+        rows = await tx.rows("w_get", id=wait_id)
+        if not rows or str(rows[0]["run_id"]) != run_id:
+            raise WaitNotFound(f"run {run_id} has no wait {wait_id!r}")
+        return tx.wait(rows[0])
+
+    async def get_wait(self, run_id: str, wait_id: str) -> Wait:
+        async with self._wtx() as tx:
+            return await self._lock_wait(tx, run_id, wait_id)
+
+    async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]:
+        async with self._wtx() as tx:
+            return [tx.wait(r) for r in await tx.rows("w_list", run_id=run_id, status=status)]
+
+    async def signal(self, key: str, payload: Any) -> list[str]:
+        """Store the signal, then wake every open wait on ``key``; returns the runs woken."""
+        async with self._wtx() as tx:
+            await tx.rows("sig_insert", key=key, payload=tx.json(payload))
+            woken: list[str] = []
+            for row in await tx.rows("sig_match", key=key):
+                wait = tx.wait(row)
+                _, drafts = await _answer(tx, wait, {"key": key, "payload": payload}, "signal")
+                await append_events(tx, wait.run_id, drafts)
+                woken.append(wait.run_id)
+            return woken
+
+    async def due_waits(self, limit: int, hold: float) -> list[Wait]:
+        """Claim waits whose time has come (timers, deadlines, probes), pushing their
+        ``wake_at`` ``hold`` seconds ahead so no other worker takes them meanwhile."""
+        async with self._wtx() as tx:
+            return [tx.wait(r) for r in await tx.rows("w_due", limit=limit, hold=hold)]
+
+    async def next_due_in(self) -> float | None:
+        async with self._wtx() as tx:
+            rows = await tx.rows("w_next_due")
+            seconds = rows[0]["seconds"] if rows else None
+            return None if seconds is None else float(seconds)
+
+    async def wake(self, wait: Wait, value: Any, how: str) -> bool:
+        """End a due wait by itself (timer, deadline, probe result); False if it was
+        answered meanwhile."""
+        async with self._wtx() as tx:
+            try:
+                _, drafts = await _answer(tx, wait, value, how)
+            except WaitNotOpen:
+                return False
+            await append_events(tx, wait.run_id, drafts)
+            return True
+
+    async def probe_ok(self, wait: Wait, every: float, detail: Any) -> None:
+        async with self._wtx() as tx:
+            rows = await tx.rows("w_probe_ok", id=wait.id, every=every)
+            if rows:
+                renewed = tx.wait(rows[0])
+                await append_events(
+                    tx,
+                    wait.run_id,
+                    [
+                        EventDraft(
+                            "wait.renewed",
+                            {
+                                "wait_id": wait.id,
+                                "renewals": renewed.renewals,
+                                "detail": detail,
+                                "lease_expires_at": renewed.public()["lease_expires_at"],
+                            },
+                        )
+                    ],
+                )
+
+    async def probe_failed(self, wait: Wait, every: float, error: str) -> int:
+        async with self._wtx() as tx:
+            rows = await tx.rows("w_probe_failed", id=wait.id, every=every)
+            if not rows:
+                return 0
+            failures: int = rows[0]["failures"]
+            await append_events(
+                tx,
+                wait.run_id,
+                [
+                    EventDraft(
+                        "wait.probe_failed",
+                        {"wait_id": wait.id, "failures": failures, "error": error},
+                    )
+                ],
+            )
+            return failures
+
+    async def create_thread_run(self, new: NewRun, *, if_busy: str) -> tuple[Run, bool]:
+        """A run on an existing thread: refused with ThreadBusy while another run of the
+        thread is active, unless ``if_busy == "enqueue"``. The check and the insert are one
+        transaction, serialized per thread."""
+        async with self._wtx() as tx:
+            await tx.rows("thread_lock", thread_id=new.thread_id)
+            if if_busy != "enqueue":
+                active = await tx.rows("thread_active", thread_id=new.thread_id)
+                if active:
+                    busy = tx.run(active[0])
+                    raise ThreadBusy(
+                        f"thread {new.thread_id} has an active run {busy.id} ({busy.status}); "
+                        "wait for it, cancel it, or ask to enqueue (if_busy=enqueue)"
+                    )
+            run, created = await self._insert_run(tx, new)
+        return run, created
+
+    async def latest_run(self, thread_id: str) -> Run | None:
+        async with self._wtx() as tx:
+            rows = await tx.rows("thread_latest", thread_id=thread_id)
+            return tx.run(rows[0]) if rows else None
+
+    async def prune(self, *, keep: int, max_age: float) -> None:
+        """Retention: keep at most ``keep`` events per run and none older than ``max_age``
+        seconds. Streams that asked for pruned events get a ``gap``, never a silent jump."""
+        async with self._wtx() as tx:
+            await tx.rows("prune_by_count", keep=keep)
+            await tx.rows("prune_by_age", age=max_age)
