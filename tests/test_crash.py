@@ -6,6 +6,7 @@ SQLite runs the same scenarios with two processes on one file.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
 
@@ -261,3 +262,46 @@ async def test_killing_the_whole_server_loses_nothing(
         kill(server)
     assert count.read_text().split() == ["n1", "n2", "n3", "n3", "n4", "n5", "n6"]
     assert_exact_log(await all_events(store, run_id))
+
+
+async def test_a_timer_survives_a_restart_of_every_process(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    """The timer is due while no process runs; the next server wakes it at once."""
+    import datetime as dt
+
+    import httpx
+
+    from tests.procs import start_server
+
+    until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
+    server, url = start_server(db_url, tmp_path / "s1.log")
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            response = await client.post(
+                "/v1/runs",
+                json={
+                    "graph": "sleeper",
+                    "input": {},
+                    "config": {"configurable": {"until": until.isoformat()}},
+                },
+            )
+            run_id = response.json()["id"]
+            await wait_for_status(store, run_id, {"waiting"})
+        kill(server, signal.SIGTERM)
+        while dt.datetime.now(dt.UTC) < until + dt.timedelta(seconds=0.3):
+            parked = await store.get_run(run_id)
+            assert parked is not None and parked.status == RunStatus.WAITING  # nobody wakes it
+            await asyncio.sleep(0.05)
+        server, url = start_server(db_url, tmp_path / "s2.log")
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 20})
+        assert result.status_code == 200 and result.json()["status"] == "completed"
+        woke = dt.datetime.fromisoformat(result.json()["result"]["got"])
+        assert woke >= until
+    finally:
+        kill(server)
+    events = await all_events(store, run_id)
+    assert_exact_log(events)
+    ended = next(e for e in events if e.type == "wait.ended")
+    assert ended.data["how"] == "timer"
