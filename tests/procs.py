@@ -24,7 +24,7 @@ FAST_LEASES = {
 
 def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
     full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -40,13 +40,21 @@ def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).parent.parent,
     )
+    proc.log_path = log  # type: ignore[attr-defined]
+    return proc
 
 
 def kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
     if proc.poll() is None:
         proc.send_signal(sig)
     if sig in (signal.SIGKILL, signal.SIGTERM):
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log = getattr(proc, "log_path", None)
+            tail = log.read_text(errors="replace")[-4000:] if log else ""
+            raise AssertionError(f"process did not exit after {sig!r}; its log:\n{tail}") from None
 
 
 async def wait_for_file(path: Path, timeout: float = 30) -> None:
@@ -108,6 +116,7 @@ def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[b
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).parent.parent,
     )
+    proc.log_path = log  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -80,7 +80,9 @@ async def stream(
             # The id moves the client's cursor past the hole, so a reconnect does not
             # report the same gap again.
             yield ServerSentEvent(data=json.dumps(gap), event="gap", id=str(resume_at))
-            yield ServerSentEvent(data=RunSnapshot.of(run).model_dump_json(), event="snapshot")
+            waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
+            snap = RunSnapshot.of(run, waits).model_dump_json()
+            yield ServerSentEvent(data=snap, event="snapshot")
             cursor = resume_at
             if run.terminal and first is None:
                 return  # everything, the terminal event included, was pruned

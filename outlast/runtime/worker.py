@@ -29,7 +29,7 @@ from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults
 from outlast.runtime.execution import CANCEL, LEASE_LOST, SHUTDOWN, Execution
 from outlast.runtime.waker import Waker
-from outlast.store import RunStatus, Store
+from outlast.store import TERMINAL, RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 
 log = logging.getLogger(__name__)
@@ -80,12 +80,14 @@ class Worker:
             await self._claim_loop()
         finally:
             self._unsubscribe()
+            log.info("worker %s stopping: draining %d run(s)", self.id, len(self._tasks))
             await self._drain()
             for task in self._background:
                 task.cancel()
             for task in self._background:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            log.info("worker %s stopped", self.id)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -132,7 +134,7 @@ class Worker:
         try:
             outcome = await execution.execute()
             log.info("run %s: %s %s", run_id, outcome.status or "stopped", outcome.detail)
-            if outcome.status is not None:
+            if outcome.status in TERMINAL:
                 self.completed += 1
         except Exception:
             log.exception("run %s: execution crashed", run_id)
