@@ -1,7 +1,9 @@
-"""``outlast serve | worker | migrate``.
+"""``outlast serve | worker | migrate | run | attach | answer | cancel | status | runs``.
 
-Every flag has an ``OUTLAST_*`` environment twin (see ``outlast.config.Settings``);
-flags win. With no database URL everything lives in SQLite under ``./.outlast/``.
+Every server flag has an ``OUTLAST_*`` environment twin (see ``outlast.config.Settings``);
+flags win. With no database URL everything lives in SQLite under ``./.outlast/``. The
+client commands (``outlast.client``) only talk HTTP to a server (``--server`` or
+``$OUTLAST_SERVER``).
 """
 
 from __future__ import annotations
@@ -170,13 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
     _common(migrate)
     migrate.set_defaults(func=cmd_migrate)
+
+    from outlast.client.parser import add_commands
+
+    add_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The client commands have no --log-level: their output is the display, not a log.
     logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
+        level=getattr(logging, getattr(args, "log_level", "warning").upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:

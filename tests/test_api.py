@@ -219,10 +219,11 @@ async def test_gap_after_pruning_is_announced_with_a_snapshot(store: Store) -> N
         await store.prune_events(run["id"], 6)
         events = await collect(srv.client, run["id"], after=2)
         assert events[0].event == "gap" and events[0].id == "6"
-        assert events[0].data["requested_after"] == 2
-        assert events[0].data["oldest_available"] == 7
+        assert events[0].data["seq"] == 6 and events[0].data["type"] == "gap"
+        assert events[0].data["data"]["requested_after"] == 2
+        assert events[0].data["data"]["oldest_available"] == 7
         assert events[1].event == "snapshot" and events[1].id is None
-        assert events[1].data["status"] == "completed"
+        assert events[1].data["seq"] is None and events[1].data["data"]["status"] == "completed"
         assert _seqs(events[2:]) == _seqs(full)[6:]
         # a cursor inside the retained part sees no gap
         assert _seqs(await collect(srv.client, run["id"], after=8)) == _seqs(full)[8:]

@@ -81,17 +81,16 @@ async def test_retention_by_count_and_age_then_gap(store: Store) -> None:
         await store.prune(keep=4, max_age=3600)
         events = await collect(srv.client, run["id"])
         assert events[0].event == "gap"
-        assert events[0].data == {
-            "type": "gap",
+        assert events[0].data["data"] == {
             "requested_after": 0,
             "oldest_available": len(full) - 3,
             "reason": "events up to this point were pruned by retention",
         }
-        assert events[1].event == "snapshot" and events[1].data["id"] == run["id"]
+        assert events[1].event == "snapshot" and events[1].data["data"]["id"] == run["id"]
         assert [e.id for e in events[2:]] == [e.id for e in full[-4:]]
         await store.prune(keep=1000, max_age=0.0001)  # everything is older than that
         await asyncio.sleep(0.01)
         await store.prune(keep=1000, max_age=0.0001)
         gone = await collect(srv.client, run["id"], after=3)
         assert [e.event for e in gone] == ["gap", "snapshot"]  # then the stream ends
-        assert gone[0].data["oldest_available"] is None
+        assert gone[0].data["data"]["oldest_available"] is None

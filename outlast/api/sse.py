@@ -13,6 +13,7 @@ retained events. It never pretends the log is continuous.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import AsyncIterator
@@ -40,6 +41,11 @@ def parse_cursor(last_event_id: str | None, after: str | None) -> int:
     if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
         raise InvalidCursor(f"event cursor must be a non-negative integer seq, got {raw[:40]!r}")
     return int(raw)
+
+
+def _envelope(seq: int | None, type_: str, time_: str, run_id: str, data: Any) -> str:
+    body = {"seq": seq, "type": type_, "time": time_, "run_id": run_id, "data": data}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 def wire(event: Event) -> ServerSentEvent:
@@ -71,18 +77,23 @@ async def stream(
         first = await store.first_retained_seq(run_id)
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
+            now = dt.datetime.now(dt.UTC).isoformat()
             gap = {
-                "type": "gap",
                 "requested_after": cursor,
                 "oldest_available": first,
                 "reason": "events up to this point were pruned by retention",
             }
-            # The id moves the client's cursor past the hole, so a reconnect does not
-            # report the same gap again.
-            yield ServerSentEvent(data=json.dumps(gap), event="gap", id=str(resume_at))
+            # The gap's id (the last pruned seq) moves the client's cursor past the hole,
+            # so a reconnect does not report the same gap again. The snapshot is not part
+            # of the log: it has no id and no seq.
+            yield ServerSentEvent(
+                data=_envelope(resume_at, "gap", now, run_id, gap), event="gap", id=str(resume_at)
+            )
             waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
-            snap = RunSnapshot.of(run, waits).model_dump_json()
-            yield ServerSentEvent(data=snap, event="snapshot")
+            snap = RunSnapshot.of(run, waits).model_dump(mode="json")
+            yield ServerSentEvent(
+                data=_envelope(None, "snapshot", now, run_id, snap), event="snapshot"
+            )
             cursor = resume_at
             if run.terminal and first is None:
                 return  # everything, the terminal event included, was pruned

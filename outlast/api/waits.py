@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import jsonschema
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Header, Path, Request, Response
 
 from outlast.api.context import AppContext
-from outlast.api.runs import ctx_of, get_run_or_404, location, snapshot
+from outlast.api.runs import KEY_PATTERN, BadHeader, ctx_of, get_run_or_404, location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
 
@@ -42,21 +42,29 @@ def _validate(schema: dict[str, Any] | None, value: Any) -> None:
 
 @router.post("/runs/{run_id}/input", status_code=202, response_model=RunSnapshot)
 async def answer_wait(
-    request: Request, response: Response, run_id: str, body: InputRequest
+    request: Request,
+    response: Response,
+    run_id: str,
+    body: InputRequest,
+    idempotency_key: Annotated[str | None, Header()] = None,
 ) -> RunSnapshot:
     """Answer a human, auth, budget or reconciliation wait; the run resumes with it.
     ``409`` if the wait is no longer open (a second answer never resumes twice), ``422``
-    if the value does not match the wait's schema."""
+    if the value does not match the wait's schema. With ``Idempotency-Key``, a retry of an
+    answer that was already taken is recognised (``202``, ``Idempotent-Replayed: true``)."""
     ctx: AppContext = ctx_of(request)
+    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
+        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
     await get_run_or_404(ctx, run_id)
     wait = await ctx.store.get_wait(run_id, body.wait_id)
-    if wait.status != "open":
-        raise WaitNotOpen(f"wait {wait.id} is already {wait.status}; a wait is answered once")
-    if wait.kind not in ANSWERABLE:
-        raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
-    _validate(wait.schema, body.value)
-    await ctx.store.answer(run_id, wait.id, body.value, "input")
+    if wait.status == "open":
+        if wait.kind not in ANSWERABLE:
+            raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
+        _validate(wait.schema, body.value)
+    _, fresh = await ctx.store.answer(run_id, wait.id, body.value, "input", idempotency_key)
     response.headers.update(location(run_id))
+    if not fresh:
+        response.headers["Idempotent-Replayed"] = "true"
     return await snapshot(ctx, await get_run_or_404(ctx, run_id))
 
 

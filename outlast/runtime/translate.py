@@ -58,11 +58,13 @@ class Translator:
             return
         self.flush_messages()
         if kind == "updates" and isinstance(data, dict):
+            if (data.get("__metadata__") or {}).get("cached"):
+                return  # a resumed step replaying writes that were already logged
             for node, update in data.items():
                 if node == "__interrupt__":
                     # Becomes a wait (wait.started) once the run parks; no event of its own.
                     self.interrupts.extend(update if isinstance(update, list | tuple) else [update])
-                else:
+                elif not node.startswith("__"):
                     self._sink.put(
                         EventDraft(
                             "node.updated", {"node": node, "ns": ns, "update": to_jsonable(update)}

@@ -176,6 +176,7 @@ class Wait:
     renewals: int
     failures: int
     answered_at: dt.datetime | None
+    answer_key: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The shape clients see in snapshots and ``wait.started`` events."""
@@ -336,8 +337,12 @@ class Store(abc.ABC):
         ``waiting``, or ``queued`` at once when an answer is already there."""
 
     @abc.abstractmethod
-    async def answer(self, run_id: str, wait_id: str, value: Any, how: str = "input") -> Wait:
-        """Answer an open wait (WaitNotFound, WaitNotOpen) and requeue its run."""
+    async def answer(
+        self, run_id: str, wait_id: str, value: Any, how: str = "input", key: str | None = None
+    ) -> tuple[Wait, bool]:
+        """Answer an open wait (WaitNotFound, WaitNotOpen) and requeue its run. With the
+        ``key`` of an answer already given, the same answer again is a replay: returns
+        ``(wait, False)``; another value under that key is IdempotencyKeyReused."""
 
     @abc.abstractmethod
     async def get_wait(self, run_id: str, wait_id: str) -> Wait: ...

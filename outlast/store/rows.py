@@ -102,4 +102,5 @@ def wait_from_row(
         renewals=row["renewals"],
         failures=row["failures"],
         answered_at=when(row["answered_at"]),
+        answer_key=row.get("answer_key"),
     )

@@ -23,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from outlast.errors import LeaseLost, ThreadBusy, WaitNotFound, WaitNotOpen
+from outlast.errors import (
+    IdempotencyKeyReused,
+    LeaseLost,
+    ThreadBusy,
+    WaitNotFound,
+    WaitNotOpen,
+)
 from outlast.store.base import EventDraft, Lease, NewRun, Run, RunStatus, Wait, WaitSpec
 from outlast.store.hub import EVENTS, QUEUE, STATUS
 
@@ -58,13 +64,18 @@ async def append_events(tx: Tx, run_id: str, drafts: Sequence[EventDraft]) -> in
 
 
 def _ended(wait: Wait, how: str, value: Any) -> EventDraft:
+    # Credentials go to the run (through its wait row), never into the event log that
+    # every stream reader sees.
+    shown = "(redacted)" if wait.kind == "auth" and value is not None else value
     return EventDraft(
-        "wait.ended", {"wait_id": wait.id, "kind": wait.kind, "how": how, "value": value}
+        "wait.ended", {"wait_id": wait.id, "kind": wait.kind, "how": how, "value": shown}
     )
 
 
-async def _answer(tx: Tx, wait: Wait, value: Any, how: str) -> tuple[Wait, list[EventDraft]]:
-    rows = await tx.rows("w_answer", id=wait.id, answer=tx.json(value), how=how)
+async def _answer(
+    tx: Tx, wait: Wait, value: Any, how: str, key: str | None = None
+) -> tuple[Wait, list[EventDraft]]:
+    rows = await tx.rows("w_answer", id=wait.id, answer=tx.json(value), how=how, key=key)
     if not rows:
         raise WaitNotOpen(f"wait {wait.id} is {wait.status}; it was not answered again")
     drafts = [_ended(wait, how, value)]
@@ -123,7 +134,9 @@ class WaitsMixin(abc.ABC):
                     )
                     if early:
                         value = {"key": early[0]["key"], "payload": tx.load(early[0]["payload"])}
-                        await tx.rows("w_answer", id=wait.id, answer=tx.json(value), how="signal")
+                        await tx.rows(
+                            "w_answer", id=wait.id, answer=tx.json(value), how="signal", key=None
+                        )
                         drafts.append(_ended(wait, "signal", value))
             answered = (await tx.rows("w_count_answered", run_id=run_id))[0]["n"]
             target = RunStatus.QUEUED if answered else RunStatus.WAITING
@@ -159,18 +172,27 @@ class WaitsMixin(abc.ABC):
                 await tx.notify(QUEUE, run_id)
             return status
 
-    async def answer(self, run_id: str, wait_id: str, value: Any, how: str = "input") -> Wait:
+    async def answer(
+        self, run_id: str, wait_id: str, value: Any, how: str = "input", key: str | None = None
+    ) -> tuple[Wait, bool]:
         async with self._wtx() as tx:
             wait = await self._lock_wait(tx, run_id, wait_id)
             if wait.status != "open":
+                if key is not None and wait.answer_key == key:
+                    if wait.answer != value:
+                        raise IdempotencyKeyReused(
+                            f"Idempotency-Key {key!r} already answered wait {wait_id} "
+                            "with another value"
+                        )
+                    return wait, False  # the same answer, retried
                 raise WaitNotOpen(
                     f"wait {wait_id} is already {wait.status}"
                     + (f" ({wait.answered_how})" if wait.answered_how else "")
                     + "; a wait is answered once"
                 )
-            answered, drafts = await _answer(tx, wait, value, how)
+            answered, drafts = await _answer(tx, wait, value, how, key)
             await append_events(tx, run_id, drafts)
-            return answered
+            return answered, True
 
     async def _lock_wait(self, tx: Tx, run_id: str, wait_id: str) -> Wait:
         try:

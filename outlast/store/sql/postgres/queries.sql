@@ -255,7 +255,9 @@ SELECT count(*) AS n FROM outlast_waits WHERE run_id = %(run_id)s AND status = '
 
 -- name: w_park_run
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE %(status)s END,
+-- Parking is not a failed attempt: like a release, it gives the attempt back.
+SET attempts = attempts - 1,
+    status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE %(status)s END,
     worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
     updated_at = clock_timestamp()
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
@@ -267,7 +269,7 @@ SELECT * FROM outlast_waits WHERE id = %(id)s FOR UPDATE;
 
 -- name: w_answer
 UPDATE outlast_waits
-SET status = 'answered', answer = %(answer)s::jsonb, answered_how = %(how)s,
+SET status = 'answered', answer_key = %(key)s, answer = %(answer)s::jsonb, answered_how = %(how)s,
     answered_at = clock_timestamp(), last_signal_at = clock_timestamp()
 WHERE id = %(id)s AND status = 'open'
 RETURNING *;

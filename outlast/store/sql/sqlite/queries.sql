@@ -159,7 +159,9 @@ SELECT count(*) AS n FROM outlast_waits WHERE run_id = :run_id AND status = 'ans
 
 -- name: w_park_run
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE :status END,
+-- Parking is not a failed attempt: like a release, it gives the attempt back.
+SET attempts = attempts - 1,
+    status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE :status END,
     worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
@@ -171,7 +173,7 @@ SELECT * FROM outlast_waits WHERE id = :id;
 
 -- name: w_answer
 UPDATE outlast_waits
-SET status = 'answered', answer = :answer, answered_how = :how,
+SET status = 'answered', answer_key = :key, answer = :answer, answered_how = :how,
     answered_at = (julianday('now') - 2440587.5) * 86400.0,
     last_signal_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :id AND status = 'open'

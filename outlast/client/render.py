@@ -1,0 +1,218 @@
+"""How runs, waits and events read on a terminal: pure functions, no I/O."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from rich.table import Table
+
+from outlast.client.sse import Event
+
+
+def compact(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
+def since(value: Any, now: dt.datetime | None = None) -> str:
+    """``for 3m 05s`` from an ISO timestamp, or empty when there is none."""
+    when = parse_time(value)
+    if when is None:
+        return ""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"for {duration((now - when).total_seconds())}"
+
+
+def wait_summary(wait: dict[str, Any], now: dt.datetime | None = None) -> str:
+    kind = wait.get("kind") or "?"
+    parts = [f"waiting ({kind})"]
+    if wait.get("object") is not None:
+        parts.append(f"on {compact(wait['object'], 80)}")
+    how_long = since(wait.get("since"), now)
+    if how_long:
+        parts.append(how_long)
+    return " ".join(parts)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text", ""))
+            for p in content
+            if isinstance(p, str | dict)
+        )
+    return compact(content, 10_000)
+
+
+def result_text(result: Any) -> str:
+    """The last message's text when the result follows the messages convention."""
+    if isinstance(result, dict):
+        messages = result.get("messages")
+        if isinstance(messages, list) and messages:
+            last = messages[-1]
+            return _text(last.get("content") if isinstance(last, dict) else last)
+    return json.dumps(result, indent=2, ensure_ascii=False, default=str)
+
+
+def error_text(error: Any) -> str:
+    if not isinstance(error, dict):
+        return compact(error, 2000) if error is not None else "(no detail)"
+    if error.get("type") and error.get("message") is not None:
+        return f"{error['type']}: {error['message']}"
+    return str(error.get("reason") or error.get("message") or compact(error, 2000))
+
+
+def _where(data: dict[str, Any]) -> str:
+    ns = data.get("ns")
+    return f" (in {ns})" if ns else ""
+
+
+def progress_node(event: Event) -> str | None:
+    """A node name a ``custom`` progress payload names, if it names one."""
+    payload = event.data.get("data")
+    if isinstance(payload, dict):
+        for key in ("node", "step"):
+            if isinstance(payload.get(key), str):
+                return str(payload[key])
+    ns = event.data.get("ns")
+    if isinstance(ns, str) and ns:
+        return ns.split("|")[-1].split(":")[0]
+    return None
+
+
+def event_line(event: Event) -> str | None:
+    """One log line for an event worth a line, else ``None`` (message deltas go inline)."""
+    d = event.data
+    reason = f": {d['reason']}" if d.get("reason") else ""
+    match event.type:
+        case "run.created":
+            named = (("graph", "graph"), ("thread", "thread_id"))
+            where = ", ".join(f"{label} {d[key]}" for label, key in named if d.get(key))
+            return f"accepted ({where})" if where else "accepted"
+        case "run.started":
+            return f"started (attempt {d.get('attempt', '?')})"
+        case "run.resumed":
+            return f"resumed from its last checkpoint (attempt {d.get('attempt', '?')})"
+        case "node.updated":
+            return f"✓ {d.get('node', '?')}{_where(d)}"
+        case "custom":
+            return f"· {compact(d.get('data'))}{_where(d)}"
+        case "message.delta":
+            return None
+        case "wait.started":
+            wait = d.get("wait")
+            return f"⏸ {wait_summary(wait if isinstance(wait, dict) else {})}"
+        case "wait.ended":
+            value = f": {compact(d['value'])}" if d.get("value") is not None else ""
+            if d.get("kind") == "auth" and value:
+                value = ": (credentials hidden)"
+            return f"▶ wait ended ({d.get('how') or 'answered'}){value}"
+        case "run.waiting":
+            count = d.get("waits")
+            return f"waiting ({count} open wait{'s' if count != 1 else ''})" if count else "waiting"
+        case "run.queued":
+            return f"queued{reason}"
+        case "run.cancelling":
+            return f"cancelling{reason}"
+        case "run.released":
+            return f"released back to the queue{reason}"
+        case "run.requeued":
+            return f"requeued{reason}"
+        case "run.completed":
+            return "completed"
+        case "run.failed":
+            return f"failed: {error_text(d.get('error') or d)}"
+        case "run.cancelled":
+            return f"cancelled{reason}"
+        case "gap":
+            return gap_line(d, event.seq)
+        case "snapshot":
+            return f"snapshot: status {d.get('status', '?')}, last seq {d.get('last_seq', '?')}"
+        case _:
+            return f"{event.type}: {compact(d)}"
+
+
+def gap_line(d: dict[str, Any], seq: int | None = None) -> str:
+    """The gap's own id is the last pruned seq; the payload may say more."""
+    first, last = d.get("from_seq"), d.get("to_seq")
+    if first is None and isinstance(d.get("requested_after"), int):
+        first = d["requested_after"] + 1
+    if last is None and isinstance(d.get("oldest_available"), int):
+        last = d["oldest_available"] - 1
+    if last is None:
+        last = seq
+    if first is None:
+        span = "earlier events"
+    elif last is None:
+        span = f"all events from seq {first}"
+    else:
+        span = f"events {first}–{last}"
+    return f"⚠ gap: {span} were pruned by retention; the run's snapshot follows"
+
+
+def snapshot_lines(run: dict[str, Any]) -> list[str]:
+    lines = [
+        f"run      {run.get('id')}",
+        f"status   {run.get('status')}",
+        f"graph    {run.get('graph')}",
+        f"thread   {run.get('thread_id')}",
+        f"attempts {run.get('attempts')}/{run.get('max_attempts', '?')}",
+        f"created  {run.get('created_at')}   updated {run.get('updated_at')}",
+    ]
+    wait = run.get("wait")
+    if isinstance(wait, dict):
+        lines.append(f"wait     {wait_summary(wait)} (id {wait.get('id')})")
+        if wait.get("prompt") is not None:
+            lines.append(f"prompt   {compact(wait['prompt'], 500)}")
+    if run.get("status") == "completed":
+        lines.append("result   " + result_text(run.get("result")).replace("\n", "\n         "))
+    elif run.get("error") is not None:
+        lines.append(f"error    {error_text(run.get('error'))}")
+    return lines
+
+
+def runs_table(runs: list[dict[str, Any]]) -> Table:
+    table = Table(box=None, pad_edge=False)
+    table.add_column("id", no_wrap=True, min_width=36)
+    table.add_column("status", no_wrap=True)
+    table.add_column("graph", no_wrap=True)
+    table.add_column("thread", overflow="fold")
+    table.add_column("attempts", justify="right")
+    table.add_column("created", no_wrap=True)
+    for run in runs:
+        status = str(run.get("status"))
+        wait = run.get("wait")
+        if isinstance(wait, dict):
+            status += f" ({wait.get('kind')})"
+        table.add_row(
+            str(run.get("id")),
+            status,
+            str(run.get("graph")),
+            str(run.get("thread_id")),
+            str(run.get("attempts")),
+            str(run.get("created_at", ""))[:19],
+        )
+    return table
