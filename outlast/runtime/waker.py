@@ -91,7 +91,8 @@ class Waker:
             fn = _resolve(str(probe["path"]))
             outcome = fn(probe.get("job_id"))
             if inspect.isawaitable(outcome):
-                outcome = await asyncio.wait_for(outcome, self.settings.probe_timeout)
+                async with asyncio.timeout(self.settings.probe_timeout):
+                    outcome = await outcome
             result = _as_result(outcome)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"

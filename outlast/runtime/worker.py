@@ -17,7 +17,6 @@ the run goes back from its last checkpoint.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -84,9 +83,9 @@ class Worker:
             await self._drain()
             for task in self._background:
                 task.cancel()
-            for task in self._background:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            _, stuck = await asyncio.wait(self._background, timeout=5.0)
+            for task in stuck:  # never hang the shutdown on a background loop
+                log.warning("background task %s did not stop", task.get_name())
             log.info("worker %s stopped", self.id)
 
     def stop(self) -> None:

@@ -70,9 +70,14 @@ class Hub:
 
 
 async def wait_for(event: asyncio.Event, timeout: float) -> bool:  # noqa: ASYNC109
-    """Wait for ``event`` at most ``timeout`` seconds; True if it was set."""
+    """Wait for ``event`` at most ``timeout`` seconds; True if it was set.
+
+    ``asyncio.timeout`` rather than ``asyncio.wait_for``: on Python 3.11, ``wait_for``
+    swallows a cancellation that arrives as the event is set, and a task looping on it
+    then never stops (seen as a worker that would not exit after SIGTERM)."""
     try:
-        await asyncio.wait_for(event.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await event.wait()
     except TimeoutError:
         return False
     return True

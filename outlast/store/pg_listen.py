@@ -37,7 +37,8 @@ class Listener:
 
     async def start(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
         self._task = asyncio.create_task(self._run(), name="outlast-pg-listener")
-        await asyncio.wait_for(self._ready.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._ready.wait()
 
     async def stop(self) -> None:
         if self._task is not None:
