@@ -25,7 +25,6 @@ from outlast.store.base import (
     EventDraft,
     HeldRun,
     Lease,
-    ListCursor,
     NewRun,
     Reaped,
     Run,
@@ -34,6 +33,7 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
+from outlast.store.common import CommonOps, Tx
 from outlast.store.hub import Hub
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -45,7 +45,6 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations, queries
-from outlast.store.waits import Tx, WaitsMixin
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
@@ -53,7 +52,7 @@ _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
 
-class PostgresStore(WaitsMixin, Store):
+class PostgresStore(CommonOps, Store):
     backend = "postgres"
 
     def __init__(
@@ -197,45 +196,14 @@ class PostgresStore(WaitsMixin, Store):
         return same_request(new, run_from_row(found[0])), False
 
     @asynccontextmanager
+    async def _rtx(self) -> AsyncIterator[Tx]:
+        async with self.pool.connection() as conn:
+            yield _PgTx(conn, self._q)
+
+    @asynccontextmanager
     async def _wtx(self) -> AsyncIterator[Tx]:
         async with self.pool.connection() as conn, conn.transaction():
             yield _PgTx(conn, self._q)
-
-    async def get_run(self, run_id: str) -> Run | None:
-        rows = await self._fetch("get_run", {"id": run_id})
-        return run_from_row(rows[0]) if rows else None
-
-    async def list_runs(
-        self,
-        *,
-        thread_id: str | None,
-        status: RunStatus | None,
-        limit: int,
-        before: ListCursor | None,
-    ) -> list[Run]:
-        rows = await self._fetch(
-            "list_runs",
-            {
-                "thread_id": thread_id,
-                "status": status.value if status else None,
-                "before": before.pos if before else None,
-                "limit": limit,
-            },
-        )
-        return [run_from_row(r) for r in rows]
-
-    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
-        rows = await self._fetch("read_events", {"run_id": run_id, "after": after, "limit": limit})
-        return [event_from_row(r) for r in rows]
-
-    async def first_retained_seq(self, run_id: str) -> int | None:
-        rows = await self._fetch("first_retained_seq", {"run_id": run_id})
-        return rows[0]["seq"] if rows else None
-
-    async def prune_events(self, run_id: str, upto_seq: int) -> int:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(self._q["prune_events"], {"run_id": run_id, "upto": upto_seq})
-            return cur.rowcount
 
     # -- the worker side ---------------------------------------------------------------
 
@@ -335,6 +303,9 @@ class _PgTx:
 
     def run(self, row: Mapping[str, Any]) -> Run:
         return run_from_row(row)
+
+    def event(self, row: Mapping[str, Any]) -> Event:
+        return event_from_row(row)
 
     async def notify(self, channel: str, key: str) -> None:
         await self.rows("notify", channel=f"outlast_{channel}", payload=key)

@@ -26,7 +26,6 @@ from outlast.store.base import (
     EventDraft,
     HeldRun,
     Lease,
-    ListCursor,
     NewRun,
     Reaped,
     Run,
@@ -35,6 +34,7 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
+from outlast.store.common import CommonOps, Tx
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 from outlast.store.rows import (
     dumps,
@@ -44,7 +44,6 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations, queries
-from outlast.store.waits import Tx, WaitsMixin
 
 
 def _load(value: Any) -> Any:
@@ -74,7 +73,7 @@ async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
     return conn
 
 
-class SqliteStore(WaitsMixin, Store):
+class SqliteStore(CommonOps, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
@@ -209,6 +208,13 @@ class SqliteStore(WaitsMixin, Store):
         return same_request(new, _run(found[0])), False
 
     @asynccontextmanager
+    async def _rtx(self) -> AsyncIterator[Tx]:
+        async with self._lock:  # autocommit: each statement reads a committed state
+            tx = _SqliteTx(self._q)
+            tx.conn = self.conn
+            yield tx
+
+    @asynccontextmanager
     async def _wtx(self) -> AsyncIterator[Tx]:
         tx = _SqliteTx(self._q)
         async with self._tx() as conn:
@@ -216,44 +222,6 @@ class SqliteStore(WaitsMixin, Store):
             yield tx
         for channel, key in tx.notes:  # after commit, like NOTIFY
             self.hub.publish(channel, key)
-
-    async def get_run(self, run_id: str) -> Run | None:
-        rows = await self._all("get_run", {"id": run_id})
-        return _run(rows[0]) if rows else None
-
-    async def list_runs(
-        self,
-        *,
-        thread_id: str | None,
-        status: RunStatus | None,
-        limit: int,
-        before: ListCursor | None,
-    ) -> list[Run]:
-        rows = await self._all(
-            "list_runs",
-            {
-                "thread_id": thread_id,
-                "status": status.value if status else None,
-                "before": before.pos if before else None,
-                "limit": limit,
-            },
-        )
-        return [_run(r) for r in rows]
-
-    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
-        rows = await self._all("read_events", {"run_id": run_id, "after": after, "limit": limit})
-        return [event_from_row(r, _load, _when) for r in rows]
-
-    async def first_retained_seq(self, run_id: str) -> int | None:
-        rows = await self._all("first_retained_seq", {"run_id": run_id})
-        return rows[0]["seq"] if rows else None
-
-    async def prune_events(self, run_id: str, upto_seq: int) -> int:
-        async with (
-            self._tx() as conn,
-            conn.execute(self._q["prune_events"], {"run_id": run_id, "upto": upto_seq}) as cur,
-        ):
-            return cur.rowcount
 
     # -- the worker side ---------------------------------------------------------------
 
@@ -453,6 +421,9 @@ class _SqliteTx:
 
     def run(self, row: Mapping[str, Any]) -> Run:
         return _run(row)
+
+    def event(self, row: Mapping[str, Any]) -> Event:
+        return event_from_row(row, _load, _when)
 
     async def notify(self, channel: str, key: str) -> None:
         self.notes.append((channel, key))

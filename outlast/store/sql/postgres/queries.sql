@@ -44,7 +44,7 @@ LIMIT %(limit)s;
 SELECT min(seq) AS seq FROM outlast_events WHERE run_id = %(run_id)s;
 
 -- name: prune_events
-DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s;
+DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s RETURNING seq;
 
 -- name: claim
 -- One active run per thread: a thread is one checkpoint lineage, so a run waits until

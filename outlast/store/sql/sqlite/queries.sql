@@ -41,7 +41,7 @@ LIMIT :limit;
 SELECT min(seq) AS seq FROM outlast_events WHERE run_id = :run_id;
 
 -- name: prune_events
-DELETE FROM outlast_events WHERE run_id = :run_id AND seq <= :upto;
+DELETE FROM outlast_events WHERE run_id = :run_id AND seq <= :upto RETURNING seq;
 
 -- name: claim
 UPDATE outlast_runs

@@ -1,8 +1,10 @@
-"""Waits, signals, threads and retention: written once, for both backends.
+"""Store operations written once, for both backends: reads, waits, signals, threads and
+retention.
 
-Each backend supplies ``_wtx()``: a transaction (``BEGIN`` on Postgres, ``BEGIN
-IMMEDIATE`` on SQLite) exposing named queries from its own ``queries.sql`` and a
-``notify`` that is delivered at commit. The logic here is what must be identical on both:
+Each backend supplies ``_rtx()`` (a connection for reads, no transaction) and ``_wtx()``
+(a transaction: ``BEGIN`` on Postgres, ``BEGIN IMMEDIATE`` on SQLite), both exposing the
+named queries of its own ``queries.sql``, its JSON and time encodings, and a ``notify``
+that is delivered at commit. The logic here is what must be identical on both:
 
 - Answers and signals are stored first and matched second. A wait is answered by a
   conditional ``UPDATE … WHERE status = 'open'``: of twenty concurrent answers exactly
@@ -30,7 +32,17 @@ from outlast.errors import (
     WaitNotFound,
     WaitNotOpen,
 )
-from outlast.store.base import EventDraft, Lease, NewRun, Run, RunStatus, Wait, WaitSpec
+from outlast.store.base import (
+    Event,
+    EventDraft,
+    Lease,
+    ListCursor,
+    NewRun,
+    Run,
+    RunStatus,
+    Wait,
+    WaitSpec,
+)
 from outlast.store.hub import EVENTS, QUEUE, STATUS
 
 
@@ -46,6 +58,8 @@ class Tx(Protocol):
     def wait(self, row: Mapping[str, Any]) -> Wait: ...
 
     def run(self, row: Mapping[str, Any]) -> Run: ...
+
+    def event(self, row: Mapping[str, Any]) -> Event: ...
 
     async def notify(self, channel: str, key: str) -> None: ...
 
@@ -90,11 +104,55 @@ async def _answer(
     return tx.wait(rows[0]), drafts
 
 
-class WaitsMixin(abc.ABC):
-    """Concrete store operations over ``_wtx()``; mixed into both stores."""
+class CommonOps(abc.ABC):
+    """Concrete store operations over ``_rtx()`` and ``_wtx()``; mixed into both stores."""
+
+    @abc.abstractmethod
+    def _rtx(self) -> AbstractAsyncContextManager[Tx]: ...
 
     @abc.abstractmethod
     def _wtx(self) -> AbstractAsyncContextManager[Tx]: ...
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def get_run(self, run_id: str) -> Run | None:
+        async with self._rtx() as tx:
+            rows = await tx.rows("get_run", id=run_id)
+            return tx.run(rows[0]) if rows else None
+
+    async def list_runs(
+        self,
+        *,
+        thread_id: str | None,
+        status: RunStatus | None,
+        limit: int,
+        before: ListCursor | None,
+    ) -> list[Run]:
+        async with self._rtx() as tx:
+            rows = await tx.rows(
+                "list_runs",
+                thread_id=thread_id,
+                status=status.value if status else None,
+                before=before.pos if before else None,
+                limit=limit,
+            )
+            return [tx.run(r) for r in rows]
+
+    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
+        async with self._rtx() as tx:
+            rows = await tx.rows("read_events", run_id=run_id, after=after, limit=limit)
+            return [tx.event(r) for r in rows]
+
+    async def first_retained_seq(self, run_id: str) -> int | None:
+        async with self._rtx() as tx:
+            rows = await tx.rows("first_retained_seq", run_id=run_id)
+            return rows[0]["seq"] if rows else None
+
+    async def prune_events(self, run_id: str, upto_seq: int) -> int:
+        async with self._wtx() as tx:
+            return len(await tx.rows("prune_events", run_id=run_id, upto=upto_seq))
+
+    # -- waits, signals, threads, retention ----------------------------------------------
 
     @abc.abstractmethod
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
