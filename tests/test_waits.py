@@ -326,3 +326,45 @@ async def test_a_retried_answer_with_its_idempotency_key_is_recognised(store: St
         assert (await wait_result(srv.client, run["id"]))["result"]["greeting"] == "hello Ada"
         types = [e.event for e in await collect(srv.client, run["id"])]
         assert types.count("wait.ended") == 1 and types.count("run.started") == 2
+
+
+async def test_bad_input_to_waits_signals_and_threads_is_a_problem(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await post_run(srv.client, graph="asks")
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        before = (await srv.client.get(f"/v1/runs/{run['id']}")).json()
+        c = srv.client
+        unknown = "00000000-0000-0000-0000-000000000000"
+        cases = [
+            (await c.post(f"/v1/runs/{unknown}/input", json={"wait_id": wait["id"]}), 404),
+            (await c.post(f"/v1/runs/{run['id']}/input", json={"value": 1}), 422),
+            (await c.post(f"/v1/runs/{run['id']}/input", json={"wait_id": "nope"}), 404),
+            (
+                await c.post(
+                    f"/v1/runs/{run['id']}/input",
+                    json={"wait_id": wait["id"], "value": 1, "extra": 2},
+                ),
+                422,
+            ),
+            (
+                await c.post(
+                    f"/v1/runs/{run['id']}/input",
+                    json={"wait_id": wait["id"]},
+                    headers={"Idempotency-Key": "has space"},
+                ),
+                400,
+            ),
+            (await c.post("/v1/signals/bad key!", json={}), 422),
+            (await c.post("/v1/signals/ok", json={"payload": 1, "other": 2}), 422),
+            (await c.post("/v1/threads/bad id!/runs", json={"input": {}}), 422),
+            (await c.post("/v1/threads/t1/runs", json={"input": {}, "if_busy": "maybe"}), 422),
+            (await c.get("/v1/threads/none-such/history"), 404),
+            (await c.get("/v1/threads/none-such/state"), 404),
+        ]
+        for response, status in cases:
+            assert response.status_code == status, (response.request.url, response.text)
+            assert response.headers["content-type"] == "application/problem+json"
+            assert response.json()["detail"]
+        after = (await srv.client.get(f"/v1/runs/{run['id']}")).json()
+        assert after["status"] == "waiting" and after["last_seq"] == before["last_seq"]
+        assert (await srv.client.get("/v1/runs", params={"thread_id": "t1"})).json()["runs"] == []
