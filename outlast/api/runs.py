@@ -191,18 +191,17 @@ async def run_result(
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
     ctx = ctx_of(request)
-    run = await get_run_or_404(ctx, run_id)
     deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
-    with ctx.store.hub.watch(STATUS, run_id) as wake:
+    # Watch before the first read, so a status change between the two is not missed.
+    with ctx.store.hub.watch(STATUS, run_id) as changed:
+        run = await get_run_or_404(ctx, run_id)
         while not run.terminal:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            wake.clear()
+            await wait_for(changed, min(remaining, 5.0))
+            changed.clear()
             run = await get_run_or_404(ctx, run_id)
-            if run.terminal:
-                break
-            await wait_for(wake, min(remaining, 5.0))
     body = (await snapshot(ctx, run)).model_dump(mode="json")
     if run.terminal:
         return JSONResponse(body, status_code=200)

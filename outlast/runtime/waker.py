@@ -17,7 +17,7 @@ from outlast.config import Settings
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import ProbeResult
 from outlast.store import Store, Wait
-from outlast.store.hub import STATUS, wait_for
+from outlast.store.hub import WAITS, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Waker:
         self.settings = settings
 
     async def run(self) -> None:
-        with self.store.hub.watch(STATUS) as parked:
+        with self.store.hub.watch(WAITS) as parked:
             while True:
                 parked.clear()
                 try:
@@ -65,7 +65,7 @@ class Waker:
                     nap = None
                 cap = self.settings.waker_interval
                 delay = cap if nap is None else min(max(nap, 0.01), cap)
-                # a newly parked run may carry a sooner deadline: its STATUS wakes us
+                # a newly parked wait may be due sooner than the nap: its notice wakes us
                 await wait_for(parked, delay)
 
     def _hold(self) -> float:

@@ -43,7 +43,7 @@ from outlast.store.base import (
     Wait,
     WaitSpec,
 )
-from outlast.store.hub import EVENTS, QUEUE, STATUS
+from outlast.store.hub import EVENTS, QUEUE, STATUS, WAITS
 
 
 class Tx(Protocol):
@@ -226,6 +226,8 @@ class CommonOps(abc.ABC):
                 drafts.append(EventDraft("run.waiting", {"status": "waiting", "waits": len(specs)}))
             await append_events(tx, run_id, drafts)
             await tx.notify(STATUS, run_id)
+            if any(s.wake_at is not None or s.wake_in is not None for s in specs):
+                await tx.notify(WAITS, run_id)  # wakers re-plan their next nap
             if status != RunStatus.WAITING:
                 await tx.notify(QUEUE, run_id)
             return status

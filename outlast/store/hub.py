@@ -19,6 +19,7 @@ QUEUE = "queue"
 EVENTS = "events"
 CONTROL = "control"
 STATUS = "status"
+WAITS = "waits"
 ANY = "*"
 
 

@@ -15,7 +15,7 @@ import logging
 
 import psycopg
 
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
+from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, Hub
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,7 @@ CHANNELS = {
     "outlast_events": EVENTS,
     "outlast_control": CONTROL,
     "outlast_status": STATUS,
+    "outlast_waits": WAITS,
 }
 
 
