@@ -42,6 +42,12 @@ class Settings(BaseSettings):
     shutdown_grace: float = Field(default=10.0, ge=0)
     durability: Literal["sync", "async", "exit"] = "sync"
 
+    # Activity leases: one operation in flight (a node, a model call, a tool).
+    activity_lease_ttl: float = Field(default=30.0, gt=0)
+    activity_flush_interval: float = Field(
+        default=1.0, gt=0, description="activity is written and announced at most this often"
+    )
+
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)

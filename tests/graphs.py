@@ -258,3 +258,25 @@ def _build_parallel() -> Any:
 
 
 parallel = _build_parallel()
+
+
+# -- activity ---------------------------------------------------------------------------
+
+
+async def _busy(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    from outlast.nodes import heartbeat, progress
+
+    conf = config.get("configurable", {})
+    beats = int(conf.get("beats", 5))
+    for i in range(beats):
+        progress(f"step {i + 1} of {beats}", (i + 1) / beats)
+        await asyncio.sleep(float(conf.get("beat_every", 0.05)))
+    heartbeat()
+    gate = conf.get("gate")
+    if gate:  # silent until the test opens the gate
+        while not Path(gate).exists():
+            await asyncio.sleep(0.02)
+    return {"got": beats}
+
+
+busy = _single(_busy)

@@ -26,7 +26,7 @@ TESTS = Path(__file__).parent
 GRAPHS = TESTS / "langgraph.json"
 
 
-def test_settings(**overrides: Any) -> Settings:
+def make_settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = {
         "graphs_file": GRAPHS,
         "worker_heartbeat": 0.5,
@@ -53,7 +53,7 @@ class Server:
 async def serve(
     store: Store, settings: Settings | None = None, *, with_worker: bool = True
 ) -> AsyncIterator[Server]:
-    settings = settings or test_settings()
+    settings = settings or make_settings()
     app = create_app(
         settings,
         store=_Unclosable(store),  # type: ignore[arg-type]

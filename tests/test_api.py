@@ -363,9 +363,9 @@ async def test_bad_input_is_a_problem_and_writes_nothing(store: Store) -> None:
 async def test_keepalive_comments_and_the_transport_clock(store: Store, tmp_path: Path) -> None:
     """The server closes a stream when its transport clock runs out, sending keepalive
     comments meanwhile; the run goes on, and the client resumes from its cursor."""
-    from tests.harness import test_settings
+    from tests.harness import make_settings
 
-    settings = test_settings(stream_keepalive=0.2, stream_max_seconds=1.0)
+    settings = make_settings(stream_keepalive=0.2, stream_max_seconds=1.0)
     async with serve(store, settings) as srv:
         run = await post_run(srv.client, graph="slow", config={"configurable": {"sleep": 3}})
         raw = b""

@@ -138,6 +138,7 @@ class RunSnapshot(BaseModel):
             status=run.status.value,
             wait=open_waits[0] if open_waits and run.status.value == "waiting" else None,
             waits=open_waits,
+            activity=run.activity if run.status.value in ("running", "cancelling") else None,
             budget=run.budget,
             attempts=run.attempts,
             max_attempts=run.max_attempts,

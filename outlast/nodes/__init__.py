@@ -1,5 +1,6 @@
 """Nodes and node helpers. No SQL, no HTTP: they only talk to LangGraph."""
 
+from outlast.nodes.activity import heartbeat, progress
 from outlast.nodes.waits import (
     ExternalWaitFailed,
     ProbeResult,
@@ -14,6 +15,8 @@ from outlast.nodes.waits import (
 __all__ = [
     "ExternalWaitFailed",
     "ProbeResult",
+    "heartbeat",
+    "progress",
     "require_auth",
     "sleep_for",
     "sleep_until",

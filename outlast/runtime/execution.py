@@ -36,6 +36,7 @@ from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
 from outlast.runtime import faults
+from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
@@ -113,7 +114,14 @@ class Execution:
                 LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED
             ),
         )
-        translator = Translator(sink, self.settings.message_flush_interval)
+        activity = ActivityTracker(
+            self.store,
+            self.lease,
+            sink,
+            ttl=self.settings.activity_lease_ttl,
+            flush_interval=self.settings.activity_flush_interval,
+        )
+        translator = Translator(sink, self.settings.message_flush_interval, activity)
         try:
             self._graph_task = asyncio.create_task(self._stream(sink, translator))
             try:
@@ -145,6 +153,7 @@ class Execution:
             return Outcome(None, "lease lost")
         finally:
             self._finished = True
+            await activity.close()
             await sink.close()
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
@@ -164,7 +173,7 @@ class Execution:
         async for part in graph.astream(
             graph_input,
             config,
-            stream_mode=["values", "updates", "custom", "messages"],
+            stream_mode=["values", "updates", "custom", "messages", "tasks"],
             subgraphs=True,
             version="v2",
             durability=self.settings.durability,

@@ -16,6 +16,8 @@ from typing import Any
 from langchain_core.messages import BaseMessageChunk
 
 from outlast.jsonable import to_jsonable
+from outlast.nodes.activity import ACTIVITY_KEY
+from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft
 
@@ -42,8 +44,11 @@ def _text(content: Any) -> str:
 
 
 class Translator:
-    def __init__(self, sink: EventSink, flush_interval: float) -> None:
+    def __init__(
+        self, sink: EventSink, flush_interval: float, activity: ActivityTracker | None = None
+    ) -> None:
         self._sink = sink
+        self._activity = activity
         self._interval = flush_interval
         self._pending: dict[str, _Pending] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -55,6 +60,14 @@ class Translator:
         data = part.get("data")
         if kind == "messages":
             self._message(data, ns)
+            return
+        if kind == "tasks" and isinstance(data, dict):
+            self._task(data, ns)
+            return
+        if kind == "custom" and isinstance(data, dict) and ACTIVITY_KEY in data:
+            if self._activity is not None:
+                sign = data[ACTIVITY_KEY] or {}
+                self._activity.signal(None, "progress", sign.get("note"), sign.get("fraction"))
             return
         self.flush_messages()
         if kind == "updates" and isinstance(data, dict):
@@ -73,8 +86,21 @@ class Translator:
         elif kind == "custom":
             self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))
 
+    def _task(self, data: dict[str, Any], ns: str) -> None:
+        if self._activity is None:
+            return
+        key = f"{ns}|{data.get('id')}"
+        if "input" in data:
+            self._activity.start(key, str(data.get("name")))
+        else:
+            self._activity.end(key)
+
     def _message(self, data: Any, ns: str) -> None:
         message, meta = data
+        if self._activity is not None:
+            # a streamed token is a sign of life of the node that calls the model
+            task_id = str((meta or {}).get("langgraph_checkpoint_ns", "")).rsplit(":", 1)[-1]
+            self._activity.signal(f"{ns}|{task_id}" if task_id else None, "model")
         if not isinstance(message, BaseMessageChunk):
             return  # whole messages also arrive as node updates; do not log them twice
         key = message.id or "?"

@@ -75,6 +75,7 @@ class Run:
     error: dict[str, Any] | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    activity: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -376,3 +377,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def prune(self, *, keep: int, max_age: float) -> None: ...
+
+    @abc.abstractmethod
+    async def set_activity(self, lease: Lease, activity: dict[str, Any] | None) -> None:
+        """Record what the run does now (fenced; raises LeaseLost)."""

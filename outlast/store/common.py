@@ -368,6 +368,18 @@ class CommonOps(abc.ABC):
             rows = await tx.rows("thread_latest", thread_id=thread_id)
             return tx.run(rows[0]) if rows else None
 
+    async def set_activity(self, lease: Lease, activity: dict[str, Any] | None) -> None:
+        async with self._rtx() as tx:
+            done = await tx.rows(
+                "set_activity",
+                run_id=lease.run_id,
+                worker_id=lease.worker_id,
+                epoch=lease.epoch,
+                activity=tx.json(activity),
+            )
+        if not done:
+            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+
     async def prune(self, *, keep: int, max_age: float) -> None:
         """Retention: keep at most ``keep`` events per run and none older than ``max_age``
         seconds. Streams that asked for pruned events get a ``gap``, never a silent jump."""

@@ -54,6 +54,7 @@ def run_from_row(
         error=load(row["error"]),
         created_at=created,
         updated_at=updated,
+        activity=load(row["activity"]),
     )
 
 

@@ -102,7 +102,7 @@ FROM ins HAVING count(*) > 0;
 WITH r AS (
     UPDATE outlast_runs
     SET status = %(status)s, result = %(result)s::jsonb, error = %(error)s::jsonb,
-        worker_id = NULL, lease_expires_at = NULL, last_seq = last_seq + 1,
+        worker_id = NULL, lease_expires_at = NULL, activity = NULL, last_seq = last_seq + 1,
         updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
@@ -129,7 +129,7 @@ WITH r AS (
         error = CASE WHEN status = 'cancelling'
                      THEN jsonb_build_object('type', 'cancelled', 'reason', 'cancelled while draining')
                      ELSE error END,
-        worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+        worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
         last_seq = last_seq + 1, updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
@@ -194,7 +194,7 @@ WITH expired AS (
                                              'reason', 'worker lease expired on the last attempt',
                                              'attempts', o.attempts)
                      ELSE o.error END,
-        worker_id = NULL, lease_expires_at = NULL, lease_epoch = o.lease_epoch + 1,
+        worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = o.lease_epoch + 1,
         last_seq = o.last_seq + 1, updated_at = clock_timestamp()
     FROM expired WHERE o.id = expired.id
     RETURNING o.id, o.status, o.last_seq, o.attempts
@@ -258,7 +258,7 @@ UPDATE outlast_runs
 -- Parking is not a failed attempt: like a release, it gives the attempt back.
 SET attempts = attempts - 1,
     status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE %(status)s END,
-    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     updated_at = clock_timestamp()
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
@@ -357,3 +357,9 @@ DELETE FROM outlast_events WHERE created_at < now() - make_interval(secs => %(ag
 -- name: w_withdraw
 UPDATE outlast_waits SET status = 'withdrawn'
 WHERE run_id = %(run_id)s AND status IN ('open', 'answered');
+
+-- name: set_activity
+UPDATE outlast_runs SET activity = %(activity)s::jsonb
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+RETURNING id;

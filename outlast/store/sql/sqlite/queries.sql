@@ -77,7 +77,7 @@ RETURNING last_seq;
 -- name: finish
 UPDATE outlast_runs
 SET status = :status, result = :result, error = :error, worker_id = NULL,
-    lease_expires_at = NULL, last_seq = last_seq + 1,
+    lease_expires_at = NULL, activity = NULL, last_seq = last_seq + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
@@ -90,7 +90,7 @@ SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
     error = CASE WHEN status = 'cancelling'
                  THEN json_object('type', 'cancelled', 'reason', 'cancelled while draining')
                  ELSE error END,
-    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
@@ -118,7 +118,7 @@ SET status = CASE WHEN status = 'cancelling' THEN 'cancelled'
                                   'reason', 'worker lease expired on the last attempt',
                                   'attempts', attempts)
                  ELSE error END,
-    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id IN (SELECT id FROM outlast_runs
              WHERE status IN ('running', 'cancelling')
@@ -162,7 +162,7 @@ UPDATE outlast_runs
 -- Parking is not a failed attempt: like a release, it gives the attempt back.
 SET attempts = attempts - 1,
     status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE :status END,
-    worker_id = NULL, lease_expires_at = NULL, lease_epoch = lease_epoch + 1,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
@@ -261,3 +261,9 @@ WHERE created_at < (julianday('now') - 2440587.5) * 86400.0 - :age;
 -- name: w_withdraw
 UPDATE outlast_waits SET status = 'withdrawn'
 WHERE run_id = :run_id AND status IN ('open', 'answered');
+
+-- name: set_activity
+UPDATE outlast_runs SET activity = :activity
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id;

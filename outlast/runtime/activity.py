@@ -1,0 +1,150 @@
+"""Activity leases: what a running run is doing now, and whether it is still alive.
+
+Each node in flight is an activity with a lease of ``activity_lease_ttl`` seconds that
+every sign of life renews: ``outlast.nodes.heartbeat()`` / ``progress()``, and streamed
+model tokens. Health is read off the lease: ``live`` while signals are recent (within
+half the lease), ``silent`` until the lease runs out, ``stalled`` after. An expired lease
+never kills anything by itself; it is the supervisor's trigger (issue 4's ladder).
+
+What the snapshot shows is written to the run row at a bounded rate (at most once per
+``activity_flush_interval``), and so are ``activity`` events: a thousand heartbeats are a
+handful of writes. Times come from the worker's clock; leases are measured on its
+monotonic clock, so a clock step never expires or extends one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from outlast.errors import LeaseLost
+from outlast.runtime.sink import EventSink, SinkClosed
+from outlast.store import EventDraft, Lease, Store
+
+
+@dataclass(slots=True)
+class _Activity:
+    kind: str
+    name: str
+    started_at: dt.datetime
+    last_signal_at: dt.datetime
+    last_signal_mono: float
+    renewals: int = 0
+    note: str | None = None
+    fraction: float | None = None
+
+
+def _iso(value: dt.datetime) -> str:
+    return value.isoformat()
+
+
+class ActivityTracker:
+    def __init__(
+        self, store: Store, lease: Lease, sink: EventSink, *, ttl: float, flush_interval: float
+    ) -> None:
+        self._store = store
+        self._lease = lease
+        self._sink = sink
+        self._ttl = ttl
+        self._interval = flush_interval
+        self._acts: dict[str, _Activity] = {}
+        self._written: dict[str, Any] | None = None
+        self._dirty = asyncio.Event()
+        self._task = asyncio.create_task(self._loop(), name=f"outlast-activity-{lease.run_id}")
+
+    # -- signals (synchronous: they come from the stream loop) ------------------------
+
+    def start(self, key: str, name: str, kind: str = "node") -> None:
+        now, mono = dt.datetime.now(dt.UTC), time.monotonic()
+        self._acts[key] = _Activity(kind, name, now, now, mono)
+        self._dirty.set()
+
+    def end(self, key: str) -> None:
+        if self._acts.pop(key, None) is not None:
+            self._dirty.set()
+
+    def signal(
+        self, key: str | None, kind: str, note: str | None = None, fraction: float | None = None
+    ) -> None:
+        act = self._acts.get(key) if key else self._latest()
+        if act is None:
+            return
+        act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
+        act.renewals += 1
+        if kind == "model" and act.kind == "node":
+            act.kind = "model"
+        if note is not None:
+            act.note = note
+        if fraction is not None:
+            act.fraction = fraction
+        self._dirty.set()
+
+    def _latest(self) -> _Activity | None:
+        return max(self._acts.values(), key=lambda a: a.last_signal_mono, default=None)
+
+    # -- what the snapshot shows -------------------------------------------------------
+
+    def health(self, act: _Activity) -> str:
+        idle = time.monotonic() - act.last_signal_mono
+        if idle <= self._ttl / 2:
+            return "live"
+        return "silent" if idle <= self._ttl else "stalled"
+
+    def view(self) -> dict[str, Any] | None:
+        act = self._latest()
+        if act is None:
+            return None
+        expires = act.last_signal_at + dt.timedelta(seconds=self._ttl)
+        return {
+            "kind": act.kind,
+            "name": act.name,
+            "started_at": _iso(act.started_at),
+            "last_signal_at": _iso(act.last_signal_at),
+            "lease_expires_at": _iso(expires),
+            "renewals": act.renewals,
+            "health": self.health(act),
+            "note": act.note,
+            "fraction": act.fraction,
+            "in_flight": len(self._acts),
+        }
+
+    def expired(self) -> list[str]:
+        """Names of activities whose lease ran out (for the supervisor)."""
+        return [a.name for a in self._acts.values() if self.health(a) == "stalled"]
+
+    # -- bounded-rate writes -----------------------------------------------------------
+
+    async def _loop(self) -> None:
+        await self._dirty.wait()
+        while True:
+            # Coalesce first: a run whose nodes finish within the interval never writes
+            # an activity at all. Health changes with time alone (live → silent →
+            # stalled), so look again at least every quarter lease.
+            await asyncio.sleep(min(self._interval, self._ttl / 4))
+            self._dirty.clear()
+            await self._write()
+
+    async def _write(self) -> None:
+        view = self.view()
+        comparable = (
+            None
+            if view is None
+            else {k: v for k, v in view.items() if k not in ("last_signal_at", "lease_expires_at")}
+        )
+        if comparable == self._written:
+            return
+        self._written = comparable
+        with contextlib.suppress(LeaseLost):  # the sink and the heartbeat report it
+            await self._store.set_activity(self._lease, view)
+        if view is not None:
+            with contextlib.suppress(SinkClosed):
+                self._sink.put(EventDraft("activity", view))
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
