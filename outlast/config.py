@@ -48,6 +48,12 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="activity is written and announced at most this often"
     )
 
+    # Mission budgets: defaults per run, the operator's hard caps, and model prices
+    # (USD per million tokens, by model name) for the cost dimension.
+    budget_defaults: dict[str, dict[str, float]] = Field(default_factory=dict)
+    budget_caps: dict[str, dict[str, float]] = Field(default_factory=dict)
+    model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)

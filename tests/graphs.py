@@ -280,3 +280,45 @@ async def _busy(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
 
 
 busy = _single(_busy)
+
+
+# -- budgets ----------------------------------------------------------------------------
+
+
+class LoopState(TypedDict, total=False):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+async def _work(state: LoopState, config: RunnableConfig) -> dict[str, Any]:
+    n = state.get("n", 0) + 1
+    delay = float(config.get("configurable", {}).get("step_delay", 0))
+    if delay:
+        await asyncio.sleep(delay)
+    message = AIMessage(
+        content=f"round {n}",
+        tool_calls=[{"name": "lookup", "args": {"i": n}, "id": f"call-{n}"}],
+        usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        response_metadata={"model_name": "scripted"},
+    )
+    return {"n": n, "log": [message.content]} | {"messages": [message]}
+
+
+class LoopWithMessages(LoopState, total=False):
+    messages: Annotated[list[Any], operator.add]
+
+
+def _again(state: LoopState, config: RunnableConfig) -> str:
+    rounds = int(config.get("configurable", {}).get("rounds", 20))
+    return "work" if state.get("n", 0) < rounds else END
+
+
+def _build_looper() -> Any:
+    b = StateGraph(LoopWithMessages)
+    b.add_node("work", _work)
+    b.add_edge(START, "work")
+    b.add_conditional_edges("work", _again, ["work", END])
+    return b.compile()
+
+
+looper = _build_looper()

@@ -17,6 +17,7 @@ from outlast.api.schemas import CancelRequest, RunCreate, RunPage, RunSnapshot, 
 from outlast.api.sse import parse_cursor, stream
 from outlast.errors import InvalidCursor, OutlastError, RunNotFound
 from outlast.runtime.accept import RunRequest, accept
+from outlast.runtime.budget import resolve_budget
 from outlast.store import ListCursor, Run, RunStatus
 from outlast.store.hub import STATUS, wait_for
 
@@ -80,7 +81,9 @@ async def create_run(
             thread_id=body.thread_id,
             config=body.config,
             metadata=body.metadata,
-            budget=body.budget,
+            budget=resolve_budget(
+                body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps
+            ),
         ),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,

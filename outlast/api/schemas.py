@@ -108,7 +108,12 @@ class RunSnapshot(BaseModel):
         default_factory=list, description="every open wait (parallel branches)"
     )
     activity: dict[str, Any] | None = None
-    budget: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = Field(
+        default=None, description="limits {dimension: {soft, hard}} and usage so far"
+    )
+    partial: bool = Field(
+        default=False, description="completed by a budget with the best result available"
+    )
     attempts: int
     max_attempts: int
     last_seq: int
@@ -139,7 +144,8 @@ class RunSnapshot(BaseModel):
             wait=open_waits[0] if open_waits and run.status.value == "waiting" else None,
             waits=open_waits,
             activity=run.activity if run.status.value in ("running", "cancelling") else None,
-            budget=run.budget,
+            budget={"limits": run.budget, "usage": _usage(run)} if run.budget else None,
+            partial=bool((run.usage or {}).get("partial")),
             attempts=run.attempts,
             max_attempts=run.max_attempts,
             last_seq=run.last_seq,
@@ -150,6 +156,12 @@ class RunSnapshot(BaseModel):
             created_at=run.created_at,
             updated_at=run.updated_at,
         )
+
+
+def _usage(run: Run) -> dict[str, Any] | None:
+    if run.usage is None:
+        return None
+    return {k: v for k, v in run.usage.items() if k != "partial"}
 
 
 class RunPage(BaseModel):

@@ -16,6 +16,7 @@ from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
 from outlast.runtime.accept import RunRequest, new_run
+from outlast.runtime.budget import resolve_budget
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -49,7 +50,9 @@ async def create_thread_run(
             thread_id=thread_id,
             config=body.config,
             metadata=body.metadata,
-            budget=body.budget,
+            budget=resolve_budget(
+                body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps
+            ),
         ),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,

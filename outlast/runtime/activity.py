@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +45,20 @@ def _iso(value: dt.datetime) -> str:
 
 class ActivityTracker:
     def __init__(
-        self, store: Store, lease: Lease, sink: EventSink, *, ttl: float, flush_interval: float
+        self,
+        store: Store,
+        lease: Lease,
+        sink: EventSink,
+        *,
+        ttl: float,
+        flush_interval: float,
+        usage: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._store = store
         self._lease = lease
         self._sink = sink
         self._ttl = ttl
+        self._usage = usage
         self._interval = flush_interval
         self._acts: dict[str, _Activity] = {}
         self._written: dict[str, Any] | None = None
@@ -139,7 +148,9 @@ class ActivityTracker:
             return
         self._written = comparable
         with contextlib.suppress(LeaseLost):  # the sink and the heartbeat report it
-            await self._store.set_activity(self._lease, view)
+            await self._store.set_activity(
+                self._lease, view, self._usage() if self._usage else None
+            )
         if view is not None:
             with contextlib.suppress(SinkClosed):
                 self._sink.put(EventDraft("activity", view))

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import traceback
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
+from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
@@ -81,6 +83,9 @@ class Execution:
         self.lease = Lease(run.id, worker_id, run.lease_epoch)
         self.control = RunControl()
         self.stop_reason: str | None = None
+        self.meter = BudgetMeter(run.budget, run.usage, settings.model_prices)
+        self.breach: Breach | None = None
+        self._sink: EventSink | None = None
         self._graph_task: asyncio.Task[Any] | None = None
         self._finished = False
 
@@ -114,12 +119,14 @@ class Execution:
                 LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED
             ),
         )
+        self._sink = sink
         activity = ActivityTracker(
             self.store,
             self.lease,
             sink,
             ttl=self.settings.activity_lease_ttl,
             flush_interval=self.settings.activity_flush_interval,
+            usage=self.meter.usage if self.meter.limits else None,
         )
         translator = Translator(sink, self.settings.message_flush_interval, activity)
         try:
@@ -130,6 +137,9 @@ class Execution:
                 await sink.flush()
                 if isinstance(result, Parked):
                     return await self._park(result)
+                if isinstance(result, BudgetStop):
+                    return await self._budget_stop(result)
+                await self._record_usage()
                 return await self._end_completed(result)
             except asyncio.CancelledError:
                 if not (self._graph_task.cancelled() and self.stop_reason):
@@ -161,6 +171,12 @@ class Execution:
         graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
         config = run_config(run)
         graph_input: Any = run.input
+        meter = self.meter
+        if meter.limits and run.last_seq > 2:
+            closed = await self._budget_answers(meter)
+            if closed is not None:
+                state = await graph.aget_state(config)
+                return BudgetStop(closed, state.values)
         # A first claim has exactly two events (created, started); more means an earlier
         # attempt, a drain or a wait happened, and the thread holds this run's checkpoints.
         if run.last_seq > 2:
@@ -170,20 +186,31 @@ class Execution:
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
         final: Any = None
-        async for part in graph.astream(
-            graph_input,
-            config,
-            stream_mode=["values", "updates", "custom", "messages", "tasks"],
-            subgraphs=True,
-            version="v2",
-            durability=self.settings.durability,
-            control=self.control,
-        ):
-            if part["type"] == "values":
-                if not part["ns"]:
-                    final = part["data"]  # the root graph's state after each step
-                continue
-            translator.feed(part)  # type: ignore[arg-type]
+        try:
+            async for part in graph.astream(
+                graph_input,
+                config,
+                stream_mode=["values", "updates", "custom", "messages", "tasks"],
+                subgraphs=True,
+                version="v2",
+                durability=self.settings.durability,
+                control=self.control,
+            ):
+                if part["type"] == "values":
+                    if not part["ns"]:
+                        final = part["data"]  # the root graph's state after each step
+                    continue
+                translator.feed(part)  # type: ignore[arg-type]
+                if meter.limits and self.breach is None:
+                    meter.on_part(part)  # type: ignore[arg-type]
+                    self.breach = meter.breach()
+                    if self.breach is not None:
+                        # stop at the next step boundary, with a checkpoint there
+                        self.control.request_drain("budget")
+        except GraphDrained:
+            if self.breach is None or self.stop_reason is not None:
+                raise
+            return BudgetStop(self.breach.describe(), final)
         if translator.interrupts:
             state = await graph.aget_state(config)
             if state.interrupts:
@@ -211,18 +238,66 @@ class Execution:
             return _FINISHED
         return Command(resume=resume) if resume else None
 
+    async def _record_usage(self, partial: dict[str, Any] | None = None) -> None:
+        if self.meter.limits:
+            usage: dict[str, Any] = self.meter.usage()
+            if partial is not None:
+                usage["partial"] = partial
+            await self.store.set_activity(self.lease, None, usage)
+
+    async def _budget_answers(self, meter: BudgetMeter) -> dict[str, Any] | None:
+        """Apply what a person decided at a budget checkpoint: a tranche raises the soft
+        limit (never past the hard cap); ``close`` ends the run with its best result."""
+        for wait in await self.store.list_waits(self.run.id, "answered"):
+            if wait.kind != "budget" or not isinstance(wait.answer, dict):
+                continue
+            dim = str((wait.object or {}).get("dimension"))
+            if wait.answer.get("action") == "close" or dim not in meter.limits:
+                return {"level": "soft", "dimension": dim, "closed_by": "a person"}
+            limits = {d: dict(v) for d, v in meter.limits.items()}
+            soft, hard = limits[dim].get("soft"), limits[dim].get("hard")
+            raised = float(soft or 0) + float(wait.answer.get("tranche", 0))
+            limits[dim]["soft"] = raised if hard is None else min(raised, hard)
+            await self.store.apply_budget(self.lease, limits, wait.id)
+            meter.limits = limits
+        return None
+
+    async def _budget_stop(self, stop: BudgetStop) -> Outcome:
+        breach = stop.breach
+        if self._sink is not None:
+            self._sink.put(EventDraft("budget.checkpoint", {**breach, "usage": self.meter.usage()}))
+            await self._sink.flush()
+        if breach["level"] == "hard" or "closed_by" in breach:
+            await self._record_usage(partial=breach)
+            return await self._end_completed(stop.values, partial=breach)
+        dim = breach["dimension"]
+        limit = self.meter.limits[dim]
+        spec = WaitSpec(
+            interrupt_id=f"budget:{dim}:{uuid.uuid4().hex[:8]}",
+            kind="budget",
+            object={"dimension": dim, "used": breach["used"], **limit},
+            prompt=(
+                f"The run reached its soft limit of {dim} ({breach['used']:g} of "
+                f"{breach['limit']:g}). Continue with a tranche, or close with the best result?"
+            ),
+            schema=tranche_schema(limit, dim),
+        )
+        await self._record_usage()
+        return await self._park(Parked([spec]))
+
     async def _park(self, parked: Parked) -> Outcome:
         status = await self.store.park(self.lease, parked.specs, self.settings.signal_lookback)
         return Outcome(status, f"{len(parked.specs)} wait(s)")
 
-    async def _end_completed(self, values: Any) -> Outcome:
+    async def _end_completed(self, values: Any, partial: dict[str, Any] | None = None) -> Outcome:
         result = to_jsonable(values)
         faults.fault_point(faults.BEFORE_FINISH)
+        data: dict[str, Any] = {"status": "completed", "result": result}
+        if partial is not None:
+            data["partial"] = True
+            data["closed_by"] = partial
         await self.store.finish(
-            self.lease,
-            RunStatus.COMPLETED,
-            EventDraft("run.completed", {"status": "completed", "result": result}),
-            result=result,
+            self.lease, RunStatus.COMPLETED, EventDraft("run.completed", data), result=result
         )
         return Outcome(RunStatus.COMPLETED)
 
@@ -266,6 +341,14 @@ class Execution:
             return Outcome(RunStatus.CANCELLED, reason)
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStop:
+    """A budget limit stopped the graph at a step boundary; ``values`` is the best result."""
+
+    breach: dict[str, Any]
+    values: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,7 @@ class Run:
     created_at: dt.datetime
     updated_at: dt.datetime
     activity: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -379,5 +380,14 @@ class Store(abc.ABC):
     async def prune(self, *, keep: int, max_age: float) -> None: ...
 
     @abc.abstractmethod
-    async def set_activity(self, lease: Lease, activity: dict[str, Any] | None) -> None:
-        """Record what the run does now (fenced; raises LeaseLost)."""
+    async def set_activity(
+        self, lease: Lease, activity: dict[str, Any] | None, usage: dict[str, Any] | None = None
+    ) -> None:
+        """Record what the run does now and, when given, its budget usage (fenced)."""
+
+    @abc.abstractmethod
+    async def apply_budget(
+        self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
+    ) -> None:
+        """New limits (a tranche granted by a person) and the budget wait that granted
+        them, consumed in the same transaction so a tranche is never applied twice."""

@@ -368,7 +368,9 @@ class CommonOps(abc.ABC):
             rows = await tx.rows("thread_latest", thread_id=thread_id)
             return tx.run(rows[0]) if rows else None
 
-    async def set_activity(self, lease: Lease, activity: dict[str, Any] | None) -> None:
+    async def set_activity(
+        self, lease: Lease, activity: dict[str, Any] | None, usage: dict[str, Any] | None = None
+    ) -> None:
         async with self._rtx() as tx:
             done = await tx.rows(
                 "set_activity",
@@ -376,9 +378,26 @@ class CommonOps(abc.ABC):
                 worker_id=lease.worker_id,
                 epoch=lease.epoch,
                 activity=tx.json(activity),
+                usage=tx.json(usage),
             )
         if not done:
             raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+
+    async def apply_budget(
+        self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
+    ) -> None:
+        async with self._wtx() as tx:
+            done = await tx.rows(
+                "set_budget",
+                run_id=lease.run_id,
+                worker_id=lease.worker_id,
+                epoch=lease.epoch,
+                budget=tx.json(budget),
+            )
+            if not done:
+                raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+            if consumed_wait is not None:
+                await tx.rows("w_consume", id=consumed_wait)
 
     async def prune(self, *, keep: int, max_age: float) -> None:
         """Retention: keep at most ``keep`` events per run and none older than ``max_age``

@@ -55,6 +55,7 @@ def run_from_row(
         created_at=created,
         updated_at=updated,
         activity=load(row["activity"]),
+        usage=load(row["usage"]),
     )
 
 

@@ -359,7 +359,18 @@ UPDATE outlast_waits SET status = 'withdrawn'
 WHERE run_id = %(run_id)s AND status IN ('open', 'answered');
 
 -- name: set_activity
-UPDATE outlast_runs SET activity = %(activity)s::jsonb
+UPDATE outlast_runs
+SET activity = %(activity)s::jsonb, usage = COALESCE(%(usage)s::jsonb, usage)
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
+RETURNING id;
+
+-- name: set_budget
+UPDATE outlast_runs SET budget = %(budget)s::jsonb
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
+-- name: w_consume
+UPDATE outlast_waits SET status = 'resumed' WHERE id = %(id)s AND status = 'answered'
 RETURNING id;

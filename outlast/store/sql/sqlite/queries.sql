@@ -263,7 +263,18 @@ UPDATE outlast_waits SET status = 'withdrawn'
 WHERE run_id = :run_id AND status IN ('open', 'answered');
 
 -- name: set_activity
-UPDATE outlast_runs SET activity = :activity
+UPDATE outlast_runs
+SET activity = :activity, usage = COALESCE(:usage, usage)
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
+RETURNING id;
+
+-- name: set_budget
+UPDATE outlast_runs SET budget = :budget
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
+-- name: w_consume
+UPDATE outlast_waits SET status = 'resumed' WHERE id = :id AND status = 'answered'
 RETURNING id;

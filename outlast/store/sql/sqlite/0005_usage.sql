@@ -1,0 +1,1 @@
+ALTER TABLE outlast_runs ADD COLUMN usage TEXT;

@@ -1,0 +1,113 @@
+"""Budgets as checkpoints: soft limits ask, hard caps stop with the best result."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from outlast.store import Store
+from tests.harness import collect, make_settings, post_run, serve, wait_result
+from tests.test_waits import answer, wait_status
+
+LOOP = {"configurable": {"rounds": 20}, "recursion_limit": 100}
+
+
+async def _loop(srv: Any, budget: dict[str, Any], config: dict[str, Any] | None = None) -> Any:
+    return await post_run(
+        srv.client, graph="looper", input={}, budget=budget, config=config or LOOP
+    )
+
+
+async def test_hard_cap_on_steps_completes_with_the_best_result(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await _loop(srv, {"steps": {"hard": 5}})
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is True
+        assert final["result"]["n"] == 5  # stopped at the step boundary after the 5th step
+        assert final["budget"]["limits"] == {"steps": {"soft": None, "hard": 5.0}}
+        assert final["budget"]["usage"]["steps"] == 5
+        events = await collect(srv.client, run["id"])
+        checkpoint = next(e for e in events if e.event == "budget.checkpoint").data["data"]
+        assert checkpoint["level"] == "hard" and checkpoint["dimension"] == "steps"
+        assert events[-1].data["data"]["partial"] is True
+
+
+async def test_soft_limit_asks_a_person_who_grants_a_tranche_then_closes(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await _loop(srv, {"steps": {"soft": 3, "hard": 10}})
+        snap = await wait_status(srv.client, run["id"], "waiting")
+        wait = snap["wait"]
+        assert wait["kind"] == "budget" and wait["object"]["dimension"] == "steps"
+        assert snap["budget"]["usage"]["steps"] == 3
+        too_much = await answer(srv, run["id"], wait["id"], {"action": "continue", "tranche": 8})
+        assert too_much.status_code == 422  # a tranche never passes the hard cap
+        missing = await answer(srv, run["id"], wait["id"], {"action": "continue"})
+        assert missing.status_code == 422
+        ok = await answer(srv, run["id"], wait["id"], {"action": "continue", "tranche": 3})
+        assert ok.status_code == 202
+        for _ in range(1000):
+            snap = (await srv.client.get(f"/v1/runs/{run['id']}")).json()
+            if snap["status"] == "waiting" and snap["wait"]["id"] != wait["id"]:
+                break
+            await asyncio.sleep(0.02)
+        assert snap["budget"]["limits"]["steps"]["soft"] == 6.0
+        assert snap["budget"]["usage"]["steps"] == 6
+        close = await answer(srv, run["id"], snap["wait"]["id"], {"action": "close"})
+        assert close.status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is True
+        assert final["result"]["n"] == 6
+
+
+async def test_tool_calls_tokens_cost_and_wall_time_caps(store: Store) -> None:
+    settings = make_settings(model_prices={"scripted": {"input": 1_000_000, "output": 0}})
+    async with serve(store, settings) as srv:
+        cases = [
+            ({"tool_calls": {"hard": 2}}, LOOP, 2),
+            ({"tokens": {"hard": 40}}, LOOP, 3),  # 15 per round: 45 >= 40 after round 3
+            ({"cost": {"hard": 25}}, LOOP, 3),  # 10 USD per round at this price table
+        ]
+        for budget, config, rounds in cases:
+            run = await _loop(srv, budget, config)
+            final = await wait_result(srv.client, run["id"])
+            assert final["partial"] is True and final["result"]["n"] == rounds, (budget, final)
+        slow = {"configurable": {"rounds": 50, "step_delay": 0.05}, "recursion_limit": 100}
+        run = await _loop(srv, {"wall_time": {"hard": 0.3}}, slow)
+        final = await wait_result(srv.client, run["id"])
+        assert final["partial"] is True and 3 <= final["result"]["n"] < 50
+        assert final["budget"]["usage"]["wall_time"] >= 0.3
+
+
+async def test_budgets_are_bounded_by_operator_caps(store: Store) -> None:
+    settings = make_settings(
+        budget_caps={"steps": {"hard": 8}}, budget_defaults={"tokens": {"soft": 1000}}
+    )
+    async with serve(store, settings) as srv:
+        for bad in [
+            {"steps": {"hard": 9}},
+            {"rockets": {"hard": 1}},
+            {"steps": {"soft": 5, "hard": 2}},
+            {"steps": {"soft": -1}},
+            {"steps": {"hard": "lots"}},
+            {"steps": {"ceiling": 3}},
+            {"steps": 4},
+        ]:
+            response = await srv.client.post(
+                "/v1/runs", json={"graph": "looper", "input": {}, "budget": bad}
+            )
+            assert response.status_code == 422, (bad, response.text)
+            assert response.headers["content-type"] == "application/problem+json"
+        assert (await srv.client.get("/v1/runs")).json()["runs"] == []
+        run = await _loop(srv, {})
+        final = await wait_result(srv.client, run["id"])
+        # no budget asked: the operator's cap and the default still apply
+        assert final["budget"]["limits"]["steps"] == {"soft": None, "hard": 8.0}
+        assert final["budget"]["limits"]["tokens"] == {"soft": 1000.0, "hard": None}
+        assert final["partial"] is True and final["result"]["n"] == 8
+
+
+async def test_an_unbudgeted_run_has_no_budget_and_is_never_partial(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await _loop(srv, {}, {"configurable": {"rounds": 4}})
+        final = await wait_result(srv.client, run["id"])
+        assert final["budget"] is None and final["partial"] is False and final["result"]["n"] == 4
