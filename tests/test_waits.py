@@ -368,3 +368,12 @@ async def test_bad_input_to_waits_signals_and_threads_is_a_problem(store: Store)
         after = (await srv.client.get(f"/v1/runs/{run['id']}")).json()
         assert after["status"] == "waiting" and after["last_seq"] == before["last_seq"]
         assert (await srv.client.get("/v1/runs", params={"thread_id": "t1"})).json()["runs"] == []
+
+
+async def test_listing_shows_what_waiting_runs_wait_for(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await post_run(srv.client, graph="asks")
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        listed = (await srv.client.get("/v1/runs", params={"status": "waiting"})).json()["runs"]
+        assert [r["wait"]["id"] for r in listed] == [wait["id"]]
+        assert listed[0]["wait"]["kind"] == "human"

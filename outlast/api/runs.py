@@ -125,7 +125,8 @@ async def list_runs(
     cursor: Annotated[str | None, Query(max_length=100)] = None,
 ) -> RunPage:
     """Runs, newest first; follow ``next_cursor`` for older ones."""
-    runs = await ctx_of(request).store.list_runs(
+    ctx = ctx_of(request)
+    runs = await ctx.store.list_runs(
         thread_id=thread_id,
         status=RunStatus(status) if status else None,
         limit=limit + 1,
@@ -134,7 +135,8 @@ async def list_runs(
     page = runs[:limit]
     more = len(runs) > limit
     return RunPage(
-        runs=[RunSnapshot.of(r) for r in page],
+        # waiting runs say what they wait for here too (a console lists them by wait)
+        runs=[await snapshot(ctx, r) for r in page],
         next_cursor=_encode_cursor(page[-1].pos) if more and page else None,
     )
 
