@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     budget_caps: dict[str, dict[str, float]] = Field(default_factory=dict)
     model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
+    # The supervisor, woken by an expired activity lease.
+    supervisor: bool = Field(default=True, description="act on expired activity leases")
+    supervisor_renewal_cap: int = Field(default=3, ge=0)
+
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)

@@ -322,3 +322,44 @@ def _build_looper() -> Any:
 
 
 looper = _build_looper()
+
+
+# -- supervision ------------------------------------------------------------------------
+
+
+def job_probe() -> str:
+    """The supervisor's structured check: the test writes the job's state to a file."""
+    import os
+
+    return Path(os.environ.get("OUTLAST_TEST_PROBE_FILE", "/nonexistent")).read_text().strip()
+
+
+async def _quiet(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    from outlast.nodes import heartbeat, progress
+
+    conf = config.get("configurable", {})
+    gate = Path(conf["gate"])
+    for i in range(2):
+        progress(f"warming up {i + 1}")
+        await asyncio.sleep(0.01)
+    heartbeat("now silent", probe=job_probe if conf.get("probe") else None)
+    while not gate.exists():  # silent: no sign of life until the gate opens
+        await asyncio.sleep(0.02)
+    return {"got": "finished"}
+
+
+async def _before(state: WaitState) -> dict[str, Any]:
+    return {"more": "prepared"}
+
+
+def _build_quiet() -> Any:
+    b = StateGraph(WaitState)
+    b.add_node("prepare", _before)
+    b.add_node("quiet", _quiet)
+    b.add_edge(START, "prepare")
+    b.add_edge("prepare", "quiet")
+    b.add_edge("quiet", END)
+    return b.compile()
+
+
+quiet = _build_quiet()

@@ -11,7 +11,8 @@ import httpx
 from outlast.store import Store
 from tests.harness import collect, make_settings, post_run, serve, wait_result
 
-FAST = {"activity_lease_ttl": 0.8, "activity_flush_interval": 0.1}
+# The supervisor is off here: these tests watch the lease itself expire.
+FAST = {"activity_lease_ttl": 0.8, "activity_flush_interval": 0.1, "supervisor": False}
 
 
 async def _until(

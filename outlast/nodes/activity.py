@@ -9,6 +9,7 @@ LangGraph they are ordinary custom stream chunks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -24,9 +25,22 @@ def _emit(payload: dict[str, Any]) -> None:
     writer({ACTIVITY_KEY: payload})
 
 
-def heartbeat(note: str | None = None) -> None:
-    """Renew the current activity's lease: the operation is alive."""
-    _emit({"signal": "heartbeat", "note": note})
+def heartbeat(note: str | None = None, probe: Callable[[], Any] | str | None = None) -> None:
+    """Renew the current activity's lease: the operation is alive. ``probe`` (a module-level
+    function, or ``"module:function"``) lets the supervisor ask later whether the
+    operation is still alive when it has gone quiet: it returns ``"alive"`` /
+    ``"running"``, or ``"done"`` / ``"failed"`` (or a dict with ``status``)."""
+    _emit({"signal": "heartbeat", "note": note, "probe": _path(probe)})
+
+
+def _path(probe: Callable[[], Any] | str | None) -> str | None:
+    if probe is None or isinstance(probe, str):
+        return probe
+    module = getattr(probe, "__module__", None)
+    name = getattr(probe, "__qualname__", "")
+    if not module or "<" in name:
+        raise ValueError("a probe must be a module-level function")
+    return f"{module}:{name}"
 
 
 def progress(message: str, fraction: float | None = None) -> None:

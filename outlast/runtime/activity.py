@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,10 @@ class _Activity:
     renewals: int = 0
     note: str | None = None
     fraction: float | None = None
+    probe: str | None = None
+    seen: int = 0  # signs of life counted at the supervisor's last look
+    granted: int = 0  # renewals granted by the supervisor
+    supervising: bool = False
 
 
 def _iso(value: dt.datetime) -> str:
@@ -53,12 +57,15 @@ class ActivityTracker:
         ttl: float,
         flush_interval: float,
         usage: Callable[[], dict[str, Any]] | None = None,
+        on_expired: Callable[[dict[str, Any]], Awaitable[str]] | None = None,
     ) -> None:
         self._store = store
         self._lease = lease
         self._sink = sink
         self._ttl = ttl
         self._usage = usage
+        self._on_expired = on_expired
+        self._supervisions: set[asyncio.Task[None]] = set()
         self._interval = flush_interval
         self._acts: dict[str, _Activity] = {}
         self._written: dict[str, Any] | None = None
@@ -77,11 +84,18 @@ class ActivityTracker:
             self._dirty.set()
 
     def signal(
-        self, key: str | None, kind: str, note: str | None = None, fraction: float | None = None
+        self,
+        key: str | None,
+        kind: str,
+        note: str | None = None,
+        fraction: float | None = None,
+        probe: str | None = None,
     ) -> None:
         act = self._acts.get(key) if key else self._latest()
         if act is None:
             return
+        if probe is not None:
+            act.probe = probe
         act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
         act.renewals += 1
         if kind == "model" and act.kind == "node":
@@ -121,9 +135,51 @@ class ActivityTracker:
             "in_flight": len(self._acts),
         }
 
-    def expired(self) -> list[str]:
-        """Names of activities whose lease ran out (for the supervisor)."""
-        return [a.name for a in self._acts.values() if self.health(a) == "stalled"]
+    # -- the supervisor's side ----------------------------------------------------------
+
+    def _look(self, act: _Activity) -> dict[str, Any]:
+        idle = time.monotonic() - act.last_signal_mono
+        return {
+            "activity": {
+                "kind": act.kind,
+                "name": act.name,
+                "note": act.note,
+                "fraction": act.fraction,
+                "silent_for": round(idle, 3),
+                "renewals": act.renewals,
+            },
+            "signals_since_last": act.renewals - act.seen,
+            "renewals_granted": act.granted,
+            "probe": act.probe,
+            "quoted": act.note,
+        }
+
+    def _renew(self, act: _Activity) -> None:
+        act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
+        act.granted += 1
+        self._dirty.set()
+
+    def _check_expiries(self) -> None:
+        if self._on_expired is None:
+            return
+        for act in list(self._acts.values()):
+            if not act.supervising and self.health(act) == "stalled":
+                act.supervising = True
+                task = asyncio.create_task(self._supervise(act))
+                self._supervisions.add(task)
+                task.add_done_callback(self._supervisions.discard)
+
+    async def _supervise(self, act: _Activity) -> None:
+        """An expired lease wakes the supervisor; only its verdict acts, never the expiry."""
+        assert self._on_expired is not None
+        look = self._look(act)
+        act.seen = act.renewals
+        try:
+            verdict = await self._on_expired(look)
+        finally:
+            act.supervising = False
+        if verdict == "renew":
+            self._renew(act)
 
     # -- bounded-rate writes -----------------------------------------------------------
 
@@ -135,6 +191,7 @@ class ActivityTracker:
             # stalled), so look again at least every quarter lease.
             await asyncio.sleep(min(self._interval, self._ttl / 4))
             self._dirty.clear()
+            self._check_expiries()
             await self._write()
 
     async def _write(self) -> None:
@@ -156,6 +213,8 @@ class ActivityTracker:
                 self._sink.put(EventDraft("activity", view))
 
     async def close(self) -> None:
+        for task in list(self._supervisions):
+            task.cancel()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task

@@ -43,16 +43,18 @@ from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
+from outlast.supervisor.ladder import SupervisorState, supervisor
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN = "shutdown"
+SUPERVISOR = "supervisor"
 CANCEL = "cancel"
 STORE_FAILED = "store_failed"
 LEASE_LOST = "lease_lost"
 # When several reasons arrive, the strongest wins: a lost lease forbids any write, a
 # failing store cannot take one, a cancel outranks a drain.
-_PRIORITY = {SHUTDOWN: 0, CANCEL: 1, STORE_FAILED: 2, LEASE_LOST: 3}
+_PRIORITY = {SHUTDOWN: 0, SUPERVISOR: 1, CANCEL: 2, STORE_FAILED: 3, LEASE_LOST: 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,8 @@ class Execution:
         self.stop_reason: str | None = None
         self.meter = BudgetMeter(run.budget, run.usage, settings.model_prices)
         self.breach: Breach | None = None
+        self.supervisor_decision: dict[str, Any] | None = None
+        self._graph: Any = None
         self._sink: EventSink | None = None
         self._graph_task: asyncio.Task[Any] | None = None
         self._finished = False
@@ -127,6 +131,7 @@ class Execution:
             ttl=self.settings.activity_lease_ttl,
             flush_interval=self.settings.activity_flush_interval,
             usage=self.meter.usage if self.meter.limits else None,
+            on_expired=self._supervise if self.settings.supervisor else None,
         )
         translator = Translator(sink, self.settings.message_flush_interval, activity)
         try:
@@ -170,10 +175,11 @@ class Execution:
         run = self.run
         graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
         config = run_config(run)
+        self._graph = graph
         graph_input: Any = run.input
         meter = self.meter
-        if meter.limits and run.last_seq > 2:
-            closed = await self._budget_answers(meter)
+        if run.last_seq > 2:
+            closed = await self._runtime_answers(meter)
             if closed is not None:
                 state = await graph.aget_state(config)
                 return BudgetStop(closed, state.values)
@@ -238,17 +244,62 @@ class Execution:
             return _FINISHED
         return Command(resume=resume) if resume else None
 
+    async def _supervise(self, look: dict[str, Any]) -> str:
+        """An activity lease expired: ask the supervisor ladder, record its verdict, act."""
+        question: SupervisorState = {
+            "trigger": "activity_expired",
+            "renewal_cap": self.settings.supervisor_renewal_cap,
+            **look,  # type: ignore[typeddict-item]
+        }
+        state = await supervisor.ainvoke(question)
+        verdict = str(state.get("verdict", "renew"))
+        if self._sink is not None:
+            with contextlib.suppress(SinkClosed):
+                self._sink.put(
+                    EventDraft(
+                        "supervisor.verdict",
+                        {
+                            "trigger": "activity_expired",
+                            "activity": look["activity"]["name"],
+                            "tier": state.get("tier"),
+                            "verdict": verdict,
+                            "reason": state.get("reason", ""),
+                            "cost": state.get("cost") or {"model_calls": 0, "tokens": 0},
+                        },
+                    )
+                )
+        if verdict in ("close", "escalate"):
+            self.supervisor_decision = {
+                "verdict": verdict,
+                "activity": look["activity"],
+                "reason": state.get("reason", ""),
+            }
+            self.request_stop(SUPERVISOR)
+        return verdict
+
     async def _record_usage(self, partial: dict[str, Any] | None = None) -> None:
-        if self.meter.limits:
-            usage: dict[str, Any] = self.meter.usage()
+        """Usage (when the run has a budget) and, when a budget or the supervisor closed
+        the run, why its result is partial."""
+        if self.meter.limits or partial is not None:
+            usage: dict[str, Any] = self.meter.usage() if self.meter.limits else {}
             if partial is not None:
                 usage["partial"] = partial
             await self.store.set_activity(self.lease, None, usage)
 
-    async def _budget_answers(self, meter: BudgetMeter) -> dict[str, Any] | None:
-        """Apply what a person decided at a budget checkpoint: a tranche raises the soft
-        limit (never past the hard cap); ``close`` ends the run with its best result."""
+    async def _runtime_answers(self, meter: BudgetMeter) -> dict[str, Any] | None:
+        """Apply what a person decided at a runtime checkpoint (not a graph interrupt): a
+        budget tranche raises the soft limit (never past the hard cap); ``close`` (budget
+        or supervisor escalation) ends the run with its best result; ``retry`` resumes."""
         for wait in await self.store.list_waits(self.run.id, "answered"):
+            if wait.interrupt_id.startswith("supervisor:"):
+                if wait.answer == "close":
+                    return {
+                        "closed_by": "a person",
+                        "after": "supervisor escalation",
+                        **(wait.object or {}),
+                    }
+                await self.store.apply_budget(self.lease, meter.limits, wait.id)
+                continue
             if wait.kind != "budget" or not isinstance(wait.answer, dict):
                 continue
             dim = str((wait.object or {}).get("dimension"))
@@ -262,12 +313,38 @@ class Execution:
             meter.limits = limits
         return None
 
+    async def _supervisor_stop(self, decision: dict[str, Any]) -> Outcome:
+        """The node in flight was cancelled on the supervisor's verdict: close with the
+        state of the last checkpoint, or ask a person whether to retry it."""
+        state = await self._graph.aget_state(run_config(self.run))
+        name = decision["activity"]["name"]
+        if decision["verdict"] == "close":
+            closed = {"closed_by": "supervisor", "activity": name, "reason": decision["reason"]}
+            await self._record_usage(partial=closed)
+            return await self._end_completed(state.values, partial=closed)
+        silent = decision["activity"].get("silent_for")
+        spec = WaitSpec(
+            interrupt_id=f"supervisor:{uuid.uuid4().hex[:8]}",
+            kind="human",
+            object={"activity": name, "reason": decision["reason"]},
+            prompt=(
+                f"{name} went silent ({silent} s without a sign of life) and the "
+                "supervisor stopped it. Retry it from the last checkpoint, or close "
+                "the run with the best result?"
+            ),
+            schema={"enum": ["retry", "close"]},
+        )
+        return await self._park(Parked([spec]))
+
     async def _budget_stop(self, stop: BudgetStop) -> Outcome:
         breach = stop.breach
+        if "closed_by" in breach:  # a person closed it at a checkpoint
+            await self._record_usage(partial=breach)
+            return await self._end_completed(stop.values, partial=breach)
         if self._sink is not None:
             self._sink.put(EventDraft("budget.checkpoint", {**breach, "usage": self.meter.usage()}))
             await self._sink.flush()
-        if breach["level"] == "hard" or "closed_by" in breach:
+        if breach["level"] == "hard":
             await self._record_usage(partial=breach)
             return await self._end_completed(stop.values, partial=breach)
         dim = breach["dimension"]
@@ -329,6 +406,8 @@ class Execution:
             # Nothing can be written now; the worker lease will expire and the reaper
             # requeues the run, which resumes from its last checkpoint.
             return Outcome(None, "store failed")
+        if self.stop_reason == SUPERVISOR and self.supervisor_decision is not None:
+            return await self._supervisor_stop(self.supervisor_decision)
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
             reason = (current.error or {}).get("reason", "cancelled") if current else "cancelled"

@@ -67,7 +67,9 @@ class Translator:
         if kind == "custom" and isinstance(data, dict) and ACTIVITY_KEY in data:
             if self._activity is not None:
                 sign = data[ACTIVITY_KEY] or {}
-                self._activity.signal(None, "progress", sign.get("note"), sign.get("fraction"))
+                self._activity.signal(
+                    None, "progress", sign.get("note"), sign.get("fraction"), sign.get("probe")
+                )
             return
         self.flush_messages()
         if kind == "updates" and isinstance(data, dict):

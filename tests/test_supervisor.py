@@ -1,0 +1,124 @@
+"""The supervisor ladder on expired activity leases: it decides, expiry never kills."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outlast.store import Store
+from outlast.supervisor.ladder import supervisor
+from tests.harness import collect, make_settings, post_run, serve, wait_result
+from tests.test_waits import answer, wait_status
+
+FAST = {"activity_lease_ttl": 0.4, "activity_flush_interval": 0.05, "supervisor_renewal_cap": 2}
+
+
+async def test_each_tier_decides_on_its_own() -> None:
+    base: dict[str, Any] = {
+        "trigger": "activity_expired",
+        "renewal_cap": 3,
+        "activity": {"name": "n"},
+    }
+    assert (await supervisor.ainvoke({**base, "signals_since_last": 2}))["tier"] == 1
+    no_signs = {**base, "signals_since_last": 0}
+    assert (await supervisor.ainvoke(no_signs))["tier"] == 4  # no probe, no model
+    assert (await supervisor.ainvoke(no_signs))["verdict"] == "renew"
+    capped = await supervisor.ainvoke({**base, "signals_since_last": 5, "renewals_granted": 3})
+    assert capped["tier"] == 4 and capped["verdict"] == "escalate"  # the cap skips tiers 1-3
+
+
+async def test_structured_check_uses_the_probe(tmp_path: Path, monkeypatch: Any) -> None:
+    probe_file = tmp_path / "probe"
+    monkeypatch.setenv("OUTLAST_TEST_PROBE_FILE", str(probe_file))
+    state: dict[str, Any] = {
+        "renewal_cap": 3,
+        "signals_since_last": 0,
+        "probe": "tests.graphs:job_probe",
+        "activity": {"name": "n"},
+    }
+    probe_file.write_text("alive")
+    alive = await supervisor.ainvoke(state)
+    assert (alive["tier"], alive["verdict"]) == (2, "renew")
+    probe_file.write_text("done")
+    done = await supervisor.ainvoke(state)
+    assert (done["tier"], done["verdict"]) == (2, "close")
+    probe_file.write_text("confused")
+    assert (await supervisor.ainvoke(state))["tier"] == 4  # an answer that decides nothing
+
+
+async def test_renewals_are_capped_then_a_person_decides(store: Store, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    async with serve(store, make_settings(**FAST)) as srv:
+        run = await post_run(
+            srv.client, graph="quiet", config={"configurable": {"gate": str(gate)}}
+        )
+        snap = await wait_status(srv.client, run["id"], "waiting")
+        assert snap["wait"]["kind"] == "human" and snap["wait"]["object"]["activity"] == "quiet"
+        events = await collect_until_wait(srv, run["id"])
+        verdicts = [(e["tier"], e["verdict"]) for e in events]
+        assert verdicts == [(1, "renew"), (4, "renew"), (4, "escalate")]
+        assert all(set(e) >= {"trigger", "tier", "verdict", "reason", "cost"} for e in events)
+        assert (await answer(srv, run["id"], snap["wait"]["id"], "close")).status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        # closed with the best result: the state at the last checkpoint
+        assert final["status"] == "completed" and final["partial"] is True
+        assert final["result"] == {"more": "prepared"}
+
+
+async def test_a_person_may_retry_the_stopped_node(store: Store, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    async with serve(store, make_settings(**FAST)) as srv:
+        run = await post_run(
+            srv.client, graph="quiet", config={"configurable": {"gate": str(gate)}}
+        )
+        snap = await wait_status(srv.client, run["id"], "waiting")
+        gate.write_text("open")
+        assert (await answer(srv, run["id"], snap["wait"]["id"], "retry")).status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        assert final["partial"] is False and final["result"]["got"] == "finished"
+
+
+async def test_a_probe_that_reports_done_closes_the_run(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe_file = tmp_path / "probe"
+    probe_file.write_text("alive")
+    monkeypatch.setenv("OUTLAST_TEST_PROBE_FILE", str(probe_file))
+    async with serve(store, make_settings(**{**FAST, "supervisor_renewal_cap": 50})) as srv:
+        run = await post_run(
+            srv.client,
+            graph="quiet",
+            config={"configurable": {"gate": str(tmp_path / "never"), "probe": True}},
+        )
+        for _ in range(500):
+            verdicts = await verdicts_of(srv, run["id"])
+            if any(v["tier"] == 2 for v in verdicts):
+                break
+            await _tick()
+        assert {"tier": 2, "verdict": "renew"}.items() <= next(
+            v for v in verdicts if v["tier"] == 2
+        ).items()
+        probe_file.write_text("done")
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is True
+        assert [v["verdict"] for v in await verdicts_of(srv, run["id"])][-1] == "close"
+
+
+async def _tick() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.02)
+
+
+async def verdicts_of(srv: Any, run_id: str) -> list[dict[str, Any]]:
+    events = await srv.store.read_events(run_id, 0, 10_000)
+    return [e.data for e in events if e.type == "supervisor.verdict"]
+
+
+async def collect_until_wait(srv: Any, run_id: str) -> list[dict[str, Any]]:
+    return await verdicts_of(srv, run_id)
+
+
+del collect
