@@ -20,6 +20,7 @@ import importlib
 import inspect
 from typing import Any, Literal, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 VERDICTS = ("renew", "close", "escalate")
@@ -83,13 +84,14 @@ async def structured(state: SupervisorState) -> dict[str, Any]:
     return {"reason": f"probe answered {answer!r}, which decides nothing"}
 
 
-async def semantic(state: SupervisorState) -> dict[str, Any]:
+async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
     from outlast.supervisor.judge import judge
 
     if state.get("renewals_granted", 0) >= state.get("renewal_cap", 3):
         return {}  # past the cap: straight to intervention
-
-    verdict, reason, cost = await judge(state)
+    # A model object may be handed in through the config (tests, the evaluation).
+    model = config.get("configurable", {}).get("supervisor_model")
+    verdict, reason, cost = await judge(dict(state), model)
     if verdict is None:
         return {"cost": cost, "reason": reason}
     return {"verdict": verdict, "tier": 3, "reason": reason, "cost": cost}
