@@ -31,6 +31,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/supervisor_eval.py
 
 clean:
 	rm -rf $(VENV) .outlast .pytest_cache .mypy_cache .ruff_cache
