@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     budget_defaults: dict[str, dict[str, float]] = Field(default_factory=dict)
     budget_caps: dict[str, dict[str, float]] = Field(default_factory=dict)
     model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    budget_auto_tranches: int = Field(
+        default=0,
+        ge=0,
+        description="tranches the supervisor may grant by itself at a soft limit, each only "
+        "with progress since the last checkpoint; the operator's choice, 0 = a person decides",
+    )
 
     # The supervisor, woken by an expired activity lease.
     supervisor: bool = Field(default=True, description="act on expired activity leases")

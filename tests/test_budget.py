@@ -111,3 +111,35 @@ async def test_an_unbudgeted_run_has_no_budget_and_is_never_partial(store: Store
         run = await _loop(srv, {}, {"configurable": {"rounds": 4}})
         final = await wait_result(srv.client, run["id"])
         assert final["budget"] is None and final["partial"] is False and final["result"]["n"] == 4
+
+
+async def test_the_supervisor_grants_operator_allowed_tranches_only_with_progress(
+    store: Store,
+) -> None:
+    async with serve(store, make_settings(budget_auto_tranches=2)) as srv:
+        run = await _loop(srv, {"steps": {"soft": 3, "hard": 20}})
+        snap = await wait_status(srv.client, run["id"], "waiting")
+        # two tranches, each doubling the soft limit: 3 → 6 → 12; at 12 a person decides
+        assert snap["budget"]["limits"]["steps"] == {"soft": 12.0, "hard": 20.0}
+        assert snap["budget"]["usage"]["steps"] == 12
+        events = await store.read_events(run["id"], 0, 1000)  # the run waits: no stream end
+        verdicts = [e.data for e in events if e.type == "supervisor.verdict"]
+        assert [v["verdict"] for v in verdicts] == ["continue", "continue", "escalate"]
+        assert all(v["trigger"] == "budget_soft" for v in verdicts)
+        assert snap["wait"]["kind"] == "budget" and snap["budget"]["usage"]["auto_tranches"] == 2
+        # a person closes it; the hard cap itself was never raised
+        assert (
+            await answer(srv, run["id"], snap["wait"]["id"], {"action": "close"})
+        ).status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        assert final["partial"] is True and final["result"]["n"] == 12
+        assert final["budget"]["limits"]["steps"]["hard"] == 20.0  # never raised
+
+
+async def test_tranches_stop_at_the_hard_cap(store: Store) -> None:
+    async with serve(store, make_settings(budget_auto_tranches=5)) as srv:
+        run = await _loop(srv, {"steps": {"soft": 3, "hard": 10}})
+        final = await wait_result(srv.client, run["id"])
+        # 3 → 6 → 10 (capped), then the hard cap ends it with the best result
+        assert final["partial"] is True and final["result"]["n"] == 10
+        assert final["budget"]["limits"]["steps"] == {"soft": 10.0, "hard": 10.0}

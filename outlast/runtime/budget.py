@@ -106,6 +106,9 @@ class BudgetMeter:
         self._prices = prices
         base = usage or {}
         self.used = {dim: float(base.get(dim, 0.0)) for dim in DIMENSIONS}
+        # Bookkeeping kept with the usage: the state fingerprint at the last budget
+        # checkpoint and the tranches the supervisor granted.
+        self.extra = {k: v for k, v in base.items() if k not in DIMENSIONS and k != "partial"}
         self._wall_base = self.used["wall_time"]
         self._t0 = time.monotonic()
         self._in_flight = 0
@@ -138,9 +141,9 @@ class BudgetMeter:
                 tokens_in * price.get("input", 0.0) + tokens_out * price.get("output", 0.0)
             ) / 1_000_000
 
-    def usage(self) -> dict[str, float]:
+    def usage(self) -> dict[str, Any]:
         self.used["wall_time"] = self._wall_base + (time.monotonic() - self._t0)
-        return {dim: round(value, 6) for dim, value in self.used.items()}
+        return {**self.extra, **{dim: round(value, 6) for dim, value in self.used.items()}}
 
     def breach(self) -> Breach | None:
         usage = self.usage()

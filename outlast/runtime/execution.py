@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
 import traceback
 import uuid
@@ -336,6 +338,60 @@ class Execution:
         )
         return await self._park(Parked([spec]))
 
+    async def _auto_tranche(self, dim: str, values: Any) -> bool:
+        """The supervisor's call at a soft limit, within what the operator allows: another
+        tranche only if the run made progress since the last checkpoint (its state
+        changed), never past the hard cap. Otherwise a person decides."""
+        meter, allowed = self.meter, self.settings.budget_auto_tranches
+        state = hashlib.sha256(
+            json.dumps(to_jsonable(values), sort_keys=True, default=str).encode()
+        ).hexdigest()
+        progressed = meter.extra.get("checkpoint_state") != state
+        granted = int(meter.extra.get("auto_tranches", 0))
+        meter.extra["checkpoint_state"] = state
+        soft, hard = meter.limits[dim].get("soft"), meter.limits[dim].get("hard")
+        if not progressed or granted >= allowed or soft is None or soft <= 0:
+            reason = (
+                "no progress since the last checkpoint"
+                if not progressed
+                else f"{granted} of {allowed} automatic tranche(s) used"
+            )
+            self._verdict("budget_soft", "escalate", f"{reason}; a person decides")
+            return False
+        if hard is not None and soft >= hard:
+            return False
+        raised = soft * 2 if hard is None else min(soft * 2, hard)
+        limits = {d: dict(v) for d, v in meter.limits.items()}
+        limits[dim]["soft"] = raised
+        meter.extra["auto_tranches"] = granted + 1
+        await self.store.apply_budget(self.lease, limits, None)
+        self._verdict(
+            "budget_soft",
+            "continue",
+            f"progress since the last checkpoint; tranche {granted + 1} of {allowed}: "
+            f"{dim} soft limit {soft:g} → {raised:g}",
+        )
+        await self._record_usage()
+        if self._sink is not None:
+            await self._sink.flush()
+        return True
+
+    def _verdict(self, trigger: str, verdict: str, reason: str, tier: int = 1) -> None:
+        if self._sink is not None:
+            with contextlib.suppress(SinkClosed):
+                self._sink.put(
+                    EventDraft(
+                        "supervisor.verdict",
+                        {
+                            "trigger": trigger,
+                            "tier": tier,
+                            "verdict": verdict,
+                            "reason": reason,
+                            "cost": {"model_calls": 0, "tokens": 0},
+                        },
+                    )
+                )
+
     async def _budget_stop(self, stop: BudgetStop) -> Outcome:
         breach = stop.breach
         if "closed_by" in breach:  # a person closed it at a checkpoint
@@ -349,6 +405,9 @@ class Execution:
             return await self._end_completed(stop.values, partial=breach)
         dim = breach["dimension"]
         limit = self.meter.limits[dim]
+        if await self._auto_tranche(dim, stop.values):
+            await self.store.release(self.lease, "budget tranche granted by the supervisor")
+            return Outcome(None, "tranche")
         spec = WaitSpec(
             interrupt_id=f"budget:{dim}:{uuid.uuid4().hex[:8]}",
             kind="budget",
