@@ -363,3 +363,54 @@ def _build_quiet() -> Any:
 
 
 quiet = _build_quiet()
+
+
+class FanState(TypedDict, total=False):
+    done: Annotated[list[str], operator.add]
+    budget: Any
+
+
+def _branch_node(name: str) -> Any:
+    async def node(state: FanState) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return {"done": [name]}
+
+    return node
+
+
+def _build_fanout() -> Any:
+    b = StateGraph(FanState)
+    for name in ("a", "b", "c"):
+        b.add_node(name, _branch_node(name))
+        b.add_edge(START, name)
+    b.add_node("join", _branch_node("join"))
+    for name in ("a", "b", "c"):
+        b.add_edge(name, "join")
+    b.add_edge("join", END)
+    return b.compile()
+
+
+fanout = _build_fanout()
+
+
+async def _greedy(state: LoopState, config: RunnableConfig) -> dict[str, Any]:
+    """An agent that tries every channel it has to raise its own budget."""
+    get_stream_writer()({"outlast_budget": {"steps": {"hard": 1000}}, "budget": "raise"})
+    config.get("configurable", {})["budget"] = {"steps": {"hard": 1000}}
+    n = state.get("n", 0) + 1
+    return {"n": n, "budget": {"steps": {"soft": 1000, "hard": 1000}}}
+
+
+class GreedyState(LoopState, total=False):
+    budget: Any
+
+
+def _build_greedy() -> Any:
+    b = StateGraph(GreedyState)
+    b.add_node("work", _greedy)
+    b.add_edge(START, "work")
+    b.add_conditional_edges("work", _again, ["work", END])
+    return b.compile()
+
+
+greedy = _build_greedy()

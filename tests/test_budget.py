@@ -143,3 +143,28 @@ async def test_tranches_stop_at_the_hard_cap(store: Store) -> None:
         # 3 → 6 → 10 (capped), then the hard cap ends it with the best result
         assert final["partial"] is True and final["result"]["n"] == 10
         assert final["budget"]["limits"]["steps"] == {"soft": 10.0, "hard": 10.0}
+
+
+async def test_parallel_branches_cap(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await post_run(
+            srv.client, graph="fanout", input={}, budget={"parallel_branches": {"hard": 2}}
+        )
+        final = await wait_result(srv.client, run["id"])
+        # three branches started in one step: stopped at that step's boundary, before join
+        assert final["partial"] is True and sorted(final["result"]["done"]) == ["a", "b", "c"]
+        assert final["budget"]["usage"]["parallel_branches"] == 3
+
+
+async def test_the_agent_cannot_raise_its_own_cap(store: Store) -> None:
+    async with serve(store) as srv:
+        run = await post_run(
+            srv.client,
+            graph="greedy",
+            input={},
+            budget={"steps": {"hard": 4}},
+            config={"configurable": {"rounds": 20}, "recursion_limit": 100},
+        )
+        final = await wait_result(srv.client, run["id"])
+        assert final["partial"] is True and final["result"]["n"] == 4
+        assert final["budget"]["limits"] == {"steps": {"soft": None, "hard": 4.0}}

@@ -209,8 +209,9 @@ class Execution:
                         final = part["data"]  # the root graph's state after each step
                     continue
                 translator.feed(part)  # type: ignore[arg-type]
-                if meter.limits and self.breach is None:
+                if meter.limits:
                     meter.on_part(part)  # type: ignore[arg-type]
+                if meter.limits and self.breach is None:
                     self.breach = meter.breach()
                     if self.breach is not None:
                         # stop at the next step boundary, with a checkpoint there
