@@ -22,14 +22,15 @@ FAST_LEASES = {
 }
 
 
-def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+def _spawn(command: list[str], db_url: str, log: Path, env: dict[str, str]) -> Any:
+    """``outlast <command>`` as a real process on the test graphs, logging to ``log``."""
     full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "outlast.cli",
-            "worker",
+            *command,
             "--config",
             str(GRAPHS),
             "--log-level",
@@ -40,7 +41,12 @@ def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).parent.parent,
     )
-    proc.log_path = log  # type: ignore[attr-defined]
+    proc.log_path = log  # read back when the process misbehaves
+    return proc
+
+
+def start_worker(db_url: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    proc: subprocess.Popen[bytes] = _spawn(["worker"], db_url, log, env)
     return proc
 
 
@@ -97,26 +103,7 @@ def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[b
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "outlast.cli",
-            "serve",
-            "--config",
-            str(GRAPHS),
-            "--port",
-            str(port),
-            "--log-level",
-            "info",
-        ],
-        env=full_env,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        cwd=Path(__file__).parent.parent,
-    )
-    proc.log_path = log  # type: ignore[attr-defined]
+    proc = _spawn(["serve", "--port", str(port)], db_url, log, env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -16,7 +16,7 @@ from outlast.api.context import AppContext
 from outlast.api.schemas import CancelRequest, RunCreate, RunPage, RunSnapshot, Status
 from outlast.api.sse import parse_cursor, stream
 from outlast.errors import InvalidCursor, OutlastError, RunNotFound
-from outlast.runtime.accept import RunRequest, accept
+from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.budget import resolve_budget
 from outlast.store import ListCursor, Run, RunStatus
 from outlast.store.hub import STATUS, wait_for
@@ -71,29 +71,44 @@ async def create_run(
     concurrent retries); the same key with another body is refused with ``422``.
     """
     ctx = ctx_of(request)
-    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
-        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
-    run, created = await accept(
-        ctx.store,
-        RunRequest(
-            graph=body.graph,
-            input=body.input,
-            thread_id=body.thread_id,
-            config=body.config,
-            metadata=body.metadata,
-            budget=resolve_budget(
-                body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps
-            ),
-        ),
+    new = new_run(
+        run_request(ctx, body, body.graph, body.thread_id),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,
-        idempotency_key=idempotency_key,
+        idempotency_key=checked_key(idempotency_key),
     )
+    run, created = await ctx.store.create_run(new)
+    accepted(response, run, created)
+    return RunSnapshot.of(run)
+
+
+def checked_key(key: str | None) -> str | None:
+    if key is not None and not KEY_PATTERN.match(key):
+        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    return key
+
+
+def run_request(
+    ctx: AppContext, body: RunCreate, graph: str | None, thread_id: str | None
+) -> RunRequest:
+    """The request as the runtime takes it: the budget resolved against the defaults and
+    bounded by the operator's caps."""
+    return RunRequest(
+        graph=graph,
+        input=body.input,
+        thread_id=thread_id,
+        config=body.config,
+        metadata=body.metadata,
+        budget=resolve_budget(body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps),
+    )
+
+
+def accepted(response: Response, run: Run, created: bool) -> None:
+    """The headers of a 202: where the run lives, when to look, whether it was a replay."""
     response.headers.update(location(run.id))
     response.headers["Retry-After"] = "1"
     if not created:
         response.headers["Idempotent-Replayed"] = "true"
-    return RunSnapshot.of(run)
 
 
 @router.get("/runs/{run_id}", response_model=RunSnapshot)

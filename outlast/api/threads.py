@@ -11,12 +11,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
-from outlast.api.runs import KEY_PATTERN, BadHeader, ctx_of, location, snapshot
+from outlast.api.runs import accepted, checked_key, ctx_of, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
-from outlast.runtime.accept import RunRequest, new_run
-from outlast.runtime.budget import resolve_budget
+from outlast.runtime.accept import new_run
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -39,30 +38,16 @@ async def create_thread_run(
     ctx = ctx_of(request)
     if body.thread_id not in (None, thread_id):
         raise BadThreadRequest("thread_id in the body differs from the one in the path")
-    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
-        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    key = checked_key(idempotency_key)
     latest = await ctx.store.latest_run(thread_id)
-    graph = body.graph or (latest.graph if latest else None)
     new = new_run(
-        RunRequest(
-            graph=graph,
-            input=body.input,
-            thread_id=thread_id,
-            config=body.config,
-            metadata=body.metadata,
-            budget=resolve_budget(
-                body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps
-            ),
-        ),
+        run_request(ctx, body, body.graph or (latest.graph if latest else None), thread_id),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,
-        idempotency_key=idempotency_key,
+        idempotency_key=key,
     )
     run, created = await ctx.store.create_thread_run(new, if_busy=body.if_busy)
-    response.headers.update(location(run.id))
-    response.headers["Retry-After"] = "1"
-    if not created:
-        response.headers["Idempotent-Replayed"] = "true"
+    accepted(response, run, created)
     return await snapshot(ctx, run)
 
 

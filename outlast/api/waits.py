@@ -13,7 +13,7 @@ import jsonschema
 from fastapi import APIRouter, Header, Path, Request, Response
 
 from outlast.api.context import AppContext
-from outlast.api.runs import KEY_PATTERN, BadHeader, ctx_of, get_run_or_404, location, snapshot
+from outlast.api.runs import checked_key, ctx_of, get_run_or_404, location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
 
@@ -53,8 +53,7 @@ async def answer_wait(
     if the value does not match the wait's schema. With ``Idempotency-Key``, a retry of an
     answer that was already taken is recognised (``202``, ``Idempotent-Replayed: true``)."""
     ctx: AppContext = ctx_of(request)
-    if idempotency_key is not None and not KEY_PATTERN.match(idempotency_key):
-        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    idempotency_key = checked_key(idempotency_key)
     await get_run_or_404(ctx, run_id)
     wait = await ctx.store.get_wait(run_id, body.wait_id)
     if wait.status == "open":
