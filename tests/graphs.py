@@ -414,3 +414,38 @@ def _build_greedy() -> Any:
 
 
 greedy = _build_greedy()
+
+
+async def _pulses(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    """Signs of life through LangGraph's own `runtime.heartbeat()`."""
+    from langgraph.runtime import get_runtime
+
+    for _ in range(int(config.get("configurable", {}).get("beats", 5))):
+        get_runtime().heartbeat()
+        await asyncio.sleep(0.05)
+    return {"got": "pulsed"}
+
+
+def _sync_pulses(state: WaitState) -> dict[str, Any]:
+    """The same from a sync node, which LangGraph runs in a thread."""
+    import time
+
+    from langgraph.runtime import get_runtime
+
+    for _ in range(5):
+        get_runtime().heartbeat()
+        time.sleep(0.05)
+    return {"more": "pulsed in a thread"}
+
+
+def _build_pulses() -> Any:
+    b = StateGraph(WaitState)
+    b.add_node("pulse", _pulses)
+    b.add_node("sync_pulse", _sync_pulses)
+    b.add_edge(START, "pulse")
+    b.add_edge("pulse", "sync_pulse")
+    b.add_edge("sync_pulse", END)
+    return b.compile()
+
+
+pulses = _build_pulses()

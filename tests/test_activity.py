@@ -86,3 +86,17 @@ async def test_a_fast_run_writes_no_activity(store: Store) -> None:
         run = await post_run(srv.client, input={"messages": []})
         await wait_result(srv.client, run["id"])
         assert "activity" not in [e.event for e in await collect(srv.client, run["id"])]
+
+
+async def test_langgraph_runtime_heartbeat_renews_the_lease(store: Store) -> None:
+    async with serve(store, make_settings(**FAST)) as srv:
+        run = await post_run(srv.client, graph="pulses", config={"configurable": {"beats": 8}})
+        await wait_result(srv.client, run["id"])
+        activity = [
+            e.data["data"] for e in await collect(srv.client, run["id"]) if e.event == "activity"
+        ]
+        by_node: dict[str, int] = {}
+        for a in activity:
+            by_node[a["name"]] = max(by_node.get(a["name"], 0), a["renewals"])
+        # 8 beats in the async node, 5 from the thread of the sync node
+        assert by_node.get("pulse", 0) >= 4 and by_node.get("sync_pulse", 0) >= 2, by_node

@@ -31,7 +31,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
-from langgraph.runtime import RunControl
+from langgraph.runtime import RunControl, Runtime
 from langgraph.types import Command, StateSnapshot
 
 from outlast.config import Settings
@@ -48,6 +48,9 @@ from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
 from outlast.supervisor.ladder import SupervisorState, supervisor
 
 log = logging.getLogger(__name__)
+
+# The config key under which LangGraph looks for a parent Runtime (see `_stream`).
+CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
 SHUTDOWN = "shutdown"
 SUPERVISOR = "supervisor"
@@ -90,6 +93,8 @@ class Execution:
         self.meter = BudgetMeter(run.budget, run.usage, settings.model_prices)
         self.breach: Breach | None = None
         self.supervisor_decision: dict[str, Any] | None = None
+        self._activity: ActivityTracker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._graph: Any = None
         self._sink: EventSink | None = None
         self._graph_task: asyncio.Task[Any] | None = None
@@ -135,6 +140,8 @@ class Execution:
             usage=self.meter.usage if self.meter.limits else None,
             on_expired=self._supervise if self.settings.supervisor else None,
         )
+        self._activity = activity
+        self._loop = asyncio.get_running_loop()
         translator = Translator(sink, self.settings.message_flush_interval, activity)
         try:
             self._graph_task = asyncio.create_task(self._stream(sink, translator))
@@ -177,6 +184,11 @@ class Execution:
         run = self.run
         graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
         config = run_config(run)
+        # LangGraph's `runtime.heartbeat()` inside nodes renews the activity lease: the run's
+        # Runtime inherits the heartbeat of the parent runtime seeded here (the seam
+        # LangGraph keeps for servers). Under a node idle-timeout policy LangGraph's own
+        # heartbeat takes over, as it should.
+        config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat)
         self._graph = graph
         graph_input: Any = run.input
         meter = self.meter
@@ -246,6 +258,20 @@ class Execution:
         if not state.next:
             return _FINISHED
         return Command(resume=resume) if resume else None
+
+    def _heartbeat(self) -> None:
+        """Called by nodes, possibly from a worker thread (sync nodes)."""
+        activity, loop = self._activity, self._loop
+        if activity is None or loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            activity.signal(None, "heartbeat")
+        else:
+            loop.call_soon_threadsafe(activity.signal, None, "heartbeat")
 
     async def _supervise(self, look: dict[str, Any]) -> str:
         """An activity lease expired: ask the supervisor ladder, record its verdict, act."""
