@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 
 NODES = [f"n{i}" for i in range(1, 7)]
 
@@ -449,3 +450,31 @@ def _build_pulses() -> Any:
 
 
 pulses = _build_pulses()
+
+
+class ConversationState(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+    got: Any
+
+
+async def _forgetful(state: ConversationState, config: RunnableConfig) -> dict[str, Any]:
+    """Goes silent until the supervisor reminds it of its goal."""
+    from outlast.nodes import progress
+
+    notes = [m for m in state.get("messages", []) if getattr(m, "name", None) == "supervisor"]
+    if notes:
+        return {"got": f"back on track after: {notes[-1].content}"}
+    progress("thinking")
+    while True:  # silent, without a sign of life
+        await asyncio.sleep(0.05)
+
+
+def _build_forgetful() -> Any:
+    b = StateGraph(ConversationState)
+    b.add_node("think", _forgetful)
+    b.add_edge(START, "think")
+    b.add_edge("think", END)
+    return b.compile()
+
+
+forgetful = _build_forgetful()

@@ -206,3 +206,29 @@ async def test_the_evaluation_with_the_scripted_model_kills_nothing_and_follows_
     assert result["scenarios"] >= 30
     assert result["false_kills"] == 0 and result["followed_injections"] == 0
     assert result["missed_stalls"] == 0
+
+
+async def test_past_the_cap_the_supervisor_reminds_the_agent_of_its_goal_once(
+    store: Store,
+) -> None:
+    async with serve(store, make_settings(**{**FAST, "supervisor_renewal_cap": 1})) as srv:
+        run = await post_run(
+            srv.client,
+            graph="forgetful",
+            input={"messages": [{"role": "user", "content": "count the stars"}]},
+        )
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is False
+        assert final["result"]["got"].startswith("back on track after: Supervisor:")
+        assert "count the stars" in final["result"]["got"]
+        verdicts = [(v["tier"], v["verdict"]) for v in await verdicts_of(srv, run["id"])]
+        assert verdicts == [(1, "renew"), (4, "remind")]
+        supervisor_messages = [
+            m for m in final["result"]["messages"] if m.get("name") == "supervisor"
+        ]
+        assert len(supervisor_messages) == 1  # added once, not on every resume
+
+
+async def test_a_model_may_ask_for_another_strategy() -> None:
+    result = await _ask(_fake('{"verdict": "change_strategy", "reason": "looping"}'))
+    assert (result["tier"], result["verdict"]) == (3, "change_strategy")

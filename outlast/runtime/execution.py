@@ -29,6 +29,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl, Runtime
@@ -257,6 +258,13 @@ class Execution:
         )
         if not state.next:
             return _FINISHED
+        note = self.meter.extra.pop("supervisor_note", None)
+        if note is not None:
+            await self._record_usage()  # consumed: never added twice
+            return Command(
+                update={"messages": [HumanMessage(content=note, name="supervisor")]},
+                resume=resume or None,
+            )
         return Command(resume=resume) if resume else None
 
     def _heartbeat(self) -> None:
@@ -278,6 +286,8 @@ class Execution:
         question: SupervisorState = {
             "trigger": "activity_expired",
             "renewal_cap": self.settings.supervisor_renewal_cap,
+            "can_remind": self._can_remind(),
+            "reminders": int(self.meter.extra.get("reminders", 0)),
             **look,  # type: ignore[typeddict-item]
         }
         state = await supervisor.ainvoke(question)
@@ -297,7 +307,9 @@ class Execution:
                         },
                     )
                 )
-        if verdict in ("close", "escalate"):
+        if verdict in ("remind", "change_strategy") and not self._can_remind():
+            verdict = "escalate"  # nowhere to put a message: a person decides
+        if verdict in ("close", "escalate", "remind", "change_strategy"):
             self.supervisor_decision = {
                 "verdict": verdict,
                 "activity": look["activity"],
@@ -309,8 +321,10 @@ class Execution:
     async def _record_usage(self, partial: dict[str, Any] | None = None) -> None:
         """Usage (when the run has a budget) and, when a budget or the supervisor closed
         the run, why its result is partial."""
-        if self.meter.limits or partial is not None:
-            usage: dict[str, Any] = self.meter.usage() if self.meter.limits else {}
+        if self.meter.limits or partial is not None or self.meter.extra:
+            usage: dict[str, Any] = (
+                self.meter.usage() if self.meter.limits else dict(self.meter.extra)
+            )
             if partial is not None:
                 usage["partial"] = partial
             await self.store.set_activity(self.lease, None, usage)
@@ -342,11 +356,17 @@ class Execution:
             meter.limits = limits
         return None
 
+    def _can_remind(self) -> bool:
+        """A supervisor message needs a conversation to go into."""
+        return self._graph is not None and "messages" in self._graph.channels
+
     async def _supervisor_stop(self, decision: dict[str, Any]) -> Outcome:
         """The node in flight was cancelled on the supervisor's verdict: close with the
         state of the last checkpoint, or ask a person whether to retry it."""
         state = await self._graph.aget_state(run_config(self.run))
         name = decision["activity"]["name"]
+        if decision["verdict"] in ("remind", "change_strategy"):
+            return await self._remind(decision, state)
         if decision["verdict"] == "close":
             closed = {"closed_by": "supervisor", "activity": name, "reason": decision["reason"]}
             await self._record_usage(partial=closed)
@@ -418,6 +438,34 @@ class Execution:
                         },
                     )
                 )
+
+    async def _remind(self, decision: dict[str, Any], state: StateSnapshot) -> Outcome:
+        """Leave a supervisor message for the next attempt of the stopped node, and give
+        the run back to the queue; it goes on from its last checkpoint with the message."""
+        goal = next(
+            (
+                str(m.content)
+                for m in state.values.get("messages", [])
+                if getattr(m, "type", "") == "human"
+            ),
+            "the task you were given",
+        )
+        name, silent = decision["activity"]["name"], decision["activity"].get("silent_for")
+        if decision["verdict"] == "remind":
+            text = (
+                f"Supervisor: {name} went silent for {silent} s and was stopped. "
+                f"Remember the goal: {goal}. Keep to it and report progress."
+            )
+        else:
+            text = (
+                f"Supervisor: {name} went silent for {silent} s and was stopped. "
+                f"Try a different approach to reach the goal: {goal}."
+            )
+        self.meter.extra["supervisor_note"] = text
+        self.meter.extra["reminders"] = int(self.meter.extra.get("reminders", 0)) + 1
+        await self._record_usage()
+        await self.store.release(self.lease, f"supervisor: {decision['verdict']}")
+        return Outcome(None, decision["verdict"])
 
     async def _budget_stop(self, stop: BudgetStop) -> Outcome:
         breach = stop.breach

@@ -9,7 +9,9 @@ a ladder, cheapest tier first, and stops at the first tier that can decide:
 3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``; the model picks one verdict
    from a fixed set, the content under judgment passed as quoted data, never as
    instructions; an answer outside the set, or none, falls through;
-4. intervention: renew while under the renewal cap, then escalate to a person.
+4. intervention: renew while under the renewal cap; past it, remind the agent of its goal
+   once (graphs with a ``messages`` channel: a supervisor message is added to the
+   conversation and the node runs again), then escalate to a person.
 
 Renewals are capped per activity; past the cap the ladder goes straight to intervention.
 """
@@ -23,8 +25,8 @@ from typing import Any, Literal, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-VERDICTS = ("renew", "close", "escalate")
-Verdict = Literal["renew", "close", "escalate"]
+VERDICTS = ("renew", "close", "escalate", "remind", "change_strategy")
+Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]
 
 
 class SupervisorState(TypedDict, total=False):
@@ -35,6 +37,8 @@ class SupervisorState(TypedDict, total=False):
     renewal_cap: int
     probe: str | None
     quoted: str | None
+    can_remind: bool
+    reminders: int
     verdict: Verdict
     tier: int
     reason: str
@@ -104,6 +108,12 @@ def intervene(state: SupervisorState) -> dict[str, Any]:
             "verdict": "renew",
             "tier": 4,
             "reason": f"no sign of life; renewal {granted + 1} of {cap}",
+        }
+    if state.get("can_remind") and not state.get("reminders", 0):
+        return {
+            "verdict": "remind",
+            "tier": 4,
+            "reason": f"silent after {cap} renewal(s); reminding the agent of its goal",
         }
     return {
         "verdict": "escalate",
