@@ -478,3 +478,19 @@ def _build_forgetful() -> Any:
 
 
 forgetful = _build_forgetful()
+
+
+async def _spin(state: LoopState) -> dict[str, Any]:
+    """Busy without progress: every step leaves the state as it was."""
+    return {"log": []}
+
+
+def _build_spinner() -> Any:
+    b = StateGraph(LoopState)
+    b.add_node("spin", _spin)
+    b.add_edge(START, "spin")
+    b.add_conditional_edges("spin", lambda s: "spin", ["spin"])
+    return b.compile()
+
+
+spinner = _build_spinner()

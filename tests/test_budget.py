@@ -24,6 +24,7 @@ async def test_hard_cap_on_steps_completes_with_the_best_result(store: Store) ->
         final = await wait_result(srv.client, run["id"])
         assert final["status"] == "completed" and final["partial"] is True
         assert final["result"]["n"] == 5  # stopped at the step boundary after the 5th step
+        assert final["result"]["partial"] is True
         assert final["budget"]["limits"] == {"steps": {"soft": None, "hard": 5.0}}
         assert final["budget"]["usage"]["steps"] == 5
         events = await collect(srv.client, run["id"])
@@ -168,3 +169,49 @@ async def test_the_agent_cannot_raise_its_own_cap(store: Store) -> None:
         final = await wait_result(srv.client, run["id"])
         assert final["partial"] is True and final["result"]["n"] == 4
         assert final["budget"]["limits"] == {"steps": {"soft": None, "hard": 4.0}}
+
+
+async def test_without_progress_the_supervisor_closes_with_the_best_result(store: Store) -> None:
+    async with serve(store, make_settings(budget_auto_tranches=3)) as srv:
+        run = await post_run(
+            srv.client,
+            graph="spinner",
+            input={"n": 7},
+            budget={"steps": {"soft": 3, "hard": 50}},
+            config={"recursion_limit": 100},
+        )
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is True
+        assert final["result"] == {"n": 7, "log": [], "partial": True}
+        events = await collect(srv.client, run["id"])
+        verdicts = [e.data["data"]["verdict"] for e in events if e.event == "supervisor.verdict"]
+        assert verdicts == ["continue", "close"]  # one tranche, then no progress: close
+        assert final["budget"]["usage"]["steps"] == 6
+
+
+SOFT = [
+    ({"tool_calls": {"soft": 2, "hard": 10}}, "tool_calls"),
+    ({"tokens": {"soft": 40, "hard": 1000}}, "tokens"),
+    ({"cost": {"soft": 25, "hard": 1000}}, "cost"),
+    ({"wall_time": {"soft": 0.2, "hard": 100}}, "wall_time"),
+]
+
+
+async def test_each_dimension_opens_a_checkpoint_at_its_soft_limit(store: Store) -> None:
+    settings = make_settings(model_prices={"scripted": {"input": 1_000_000, "output": 0}})
+    slow = {"configurable": {"rounds": 50, "step_delay": 0.03}, "recursion_limit": 200}
+    async with serve(store, settings) as srv:
+        for budget, dim in SOFT:
+            run = await _loop(srv, budget, slow)
+            snap = await wait_status(srv.client, run["id"], "waiting")
+            assert snap["wait"]["kind"] == "budget" and snap["wait"]["object"]["dimension"] == dim
+            assert snap["budget"]["usage"][dim] >= budget[dim]["soft"]
+            await srv.client.post(f"/v1/runs/{run['id']}/cancel")
+        run = await post_run(
+            srv.client,
+            graph="fanout",
+            input={},
+            budget={"parallel_branches": {"soft": 2, "hard": 5}},
+        )
+        snap = await wait_status(srv.client, run["id"], "waiting")
+        assert snap["wait"]["object"]["dimension"] == "parallel_branches"

@@ -64,7 +64,7 @@ async def test_renewals_are_capped_then_a_person_decides(store: Store, tmp_path:
         final = await wait_result(srv.client, run["id"])
         # closed with the best result: the state at the last checkpoint
         assert final["status"] == "completed" and final["partial"] is True
-        assert final["result"] == {"more": "prepared"}
+        assert final["result"] == {"more": "prepared", "partial": True}
 
 
 async def test_a_person_may_retry_the_stopped_node(store: Store, tmp_path: Path) -> None:

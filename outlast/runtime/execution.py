@@ -397,13 +397,27 @@ class Execution:
         granted = int(meter.extra.get("auto_tranches", 0))
         meter.extra["checkpoint_state"] = state
         soft, hard = meter.limits[dim].get("soft"), meter.limits[dim].get("hard")
-        if not progressed or granted >= allowed or soft is None or soft <= 0:
-            reason = (
-                "no progress since the last checkpoint"
-                if not progressed
-                else f"{granted} of {allowed} automatic tranche(s) used"
+        if allowed and not progressed:
+            # Nothing changed since the last checkpoint: more budget buys nothing.
+            self._verdict(
+                "budget_soft",
+                "close",
+                "no progress since the last checkpoint; closing with the best result",
             )
-            self._verdict("budget_soft", "escalate", f"{reason}; a person decides")
+            raise _CloseWithBest(
+                {
+                    "level": "soft",
+                    "dimension": dim,
+                    "closed_by": "supervisor",
+                    "reason": "no progress since the last checkpoint",
+                }
+            )
+        if granted >= allowed or soft is None or soft <= 0:
+            self._verdict(
+                "budget_soft",
+                "escalate",
+                f"{granted} of {allowed} automatic tranche(s) used; a person decides",
+            )
             return False
         if hard is not None and soft >= hard:
             return False
@@ -419,9 +433,11 @@ class Execution:
             f"{dim} soft limit {soft:g} → {raised:g}",
         )
         await self._record_usage()
+        return True
+
+    async def _flush_sink(self) -> None:
         if self._sink is not None:
             await self._sink.flush()
-        return True
 
     def _verdict(self, trigger: str, verdict: str, reason: str, tier: int = 1) -> None:
         if self._sink is not None:
@@ -480,7 +496,14 @@ class Execution:
             return await self._end_completed(stop.values, partial=breach)
         dim = breach["dimension"]
         limit = self.meter.limits[dim]
-        if await self._auto_tranche(dim, stop.values):
+        try:
+            granted = await self._auto_tranche(dim, stop.values)
+        except _CloseWithBest as close:
+            await self._flush_sink()
+            await self._record_usage(partial=close.breach)
+            return await self._end_completed(stop.values, partial=close.breach)
+        await self._flush_sink()  # the verdict is logged before the run is released/parked
+        if granted:
             await self.store.release(self.lease, "budget tranche granted by the supervisor")
             return Outcome(None, "tranche")
         spec = WaitSpec(
@@ -503,6 +526,8 @@ class Execution:
     async def _end_completed(self, values: Any, partial: dict[str, Any] | None = None) -> Outcome:
         result = to_jsonable(values)
         faults.fault_point(faults.BEFORE_FINISH)
+        if partial is not None and isinstance(result, dict):
+            result["partial"] = True  # the contract: `result.partial` when closed early
         data: dict[str, Any] = {"status": "completed", "result": result}
         if partial is not None:
             data["partial"] = True
@@ -554,6 +579,12 @@ class Execution:
             return Outcome(RunStatus.CANCELLED, reason)
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
+
+
+class _CloseWithBest(Exception):
+    def __init__(self, breach: dict[str, Any]) -> None:
+        super().__init__(breach.get("reason", "closed"))
+        self.breach = breach
 
 
 @dataclass(frozen=True, slots=True)
