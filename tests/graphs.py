@@ -494,3 +494,21 @@ def _build_spinner() -> Any:
 
 
 spinner = _build_spinner()
+
+
+async def _stuck_chat(state: ConversationState) -> dict[str, Any]:
+    """Spins without progress until the supervisor asks for another approach."""
+    if any(getattr(m, "name", None) == "supervisor" for m in state.get("messages", [])):
+        return {"got": "tried another approach"}
+    return {}
+
+
+def _build_stuck_chat() -> Any:
+    b = StateGraph(ConversationState)
+    b.add_node("try", _stuck_chat)
+    b.add_edge(START, "try")
+    b.add_conditional_edges("try", lambda s: END if s.get("got") else "try", ["try", END])
+    return b.compile()
+
+
+stuck_chat = _build_stuck_chat()

@@ -215,3 +215,20 @@ async def test_each_dimension_opens_a_checkpoint_at_its_soft_limit(store: Store)
         )
         snap = await wait_status(srv.client, run["id"], "waiting")
         assert snap["wait"]["object"]["dimension"] == "parallel_branches"
+
+
+async def test_without_progress_a_conversation_is_asked_to_change_strategy(store: Store) -> None:
+    async with serve(store, make_settings(budget_auto_tranches=3)) as srv:
+        run = await post_run(
+            srv.client,
+            graph="stuck_chat",
+            input={"messages": [{"role": "user", "content": "solve it"}]},
+            budget={"steps": {"soft": 3, "hard": 50}},
+            config={"recursion_limit": 100},
+        )
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "completed" and final["partial"] is False
+        assert final["result"]["got"] == "tried another approach"
+        events = await collect(srv.client, run["id"])
+        verdicts = [e.data["data"]["verdict"] for e in events if e.event == "supervisor.verdict"]
+        assert verdicts == ["continue", "change_strategy"]

@@ -397,6 +397,25 @@ class Execution:
         granted = int(meter.extra.get("auto_tranches", 0))
         meter.extra["checkpoint_state"] = state
         soft, hard = meter.limits[dim].get("soft"), meter.limits[dim].get("hard")
+        if (
+            allowed
+            and not progressed
+            and self._can_remind()
+            and not meter.extra.get("strategy_changed")
+        ):
+            # No progress: once, ask for another approach (a supervisor message in the
+            # conversation) with one more tranche; if that changes nothing either, close.
+            meter.extra["strategy_changed"] = True
+            meter.extra["supervisor_note"] = (
+                f"Supervisor: the run reached its soft limit of {dim} without progress since "
+                "the last checkpoint. Change strategy: try a different approach."
+            )
+            self._verdict(
+                "budget_soft",
+                "change_strategy",
+                "no progress since the last checkpoint; asking for another approach",
+            )
+            return await self._grant(dim, soft, hard, granted)
         if allowed and not progressed:
             # Nothing changed since the last checkpoint: more budget buys nothing.
             self._verdict(
@@ -421,17 +440,22 @@ class Execution:
             return False
         if hard is not None and soft >= hard:
             return False
-        raised = soft * 2 if hard is None else min(soft * 2, hard)
-        limits = {d: dict(v) for d, v in meter.limits.items()}
-        limits[dim]["soft"] = raised
-        meter.extra["auto_tranches"] = granted + 1
-        await self.store.apply_budget(self.lease, limits, None)
         self._verdict(
             "budget_soft",
             "continue",
-            f"progress since the last checkpoint; tranche {granted + 1} of {allowed}: "
-            f"{dim} soft limit {soft:g} → {raised:g}",
+            f"progress since the last checkpoint; tranche {granted + 1} of {allowed}",
         )
+        return await self._grant(dim, soft, hard, granted)
+
+    async def _grant(self, dim: str, soft: float | None, hard: float | None, granted: int) -> bool:
+        """One tranche: the soft limit doubles, never past the hard cap."""
+        if soft is None or (hard is not None and soft >= hard):
+            return False
+        raised = soft * 2 if hard is None else min(soft * 2, hard)
+        limits = {d: dict(v) for d, v in self.meter.limits.items()}
+        limits[dim]["soft"] = raised
+        self.meter.extra["auto_tranches"] = granted + 1
+        await self.store.apply_budget(self.lease, limits, None)
         await self._record_usage()
         return True
 
