@@ -597,3 +597,25 @@ def test_a_wait_answered_before_attaching_is_not_asked_again(
     c = cli("attach", RUN, "--server", srv.url)
     assert c.finish(timeout=30) == 0, str(c)
     assert "⏸ waiting (human)" in c.err and "? What is your name?" not in c.err
+
+
+def test_runtime_events_read_as_sentences() -> None:
+    from outlast.client.render import event_line
+    from outlast.client.sse import Event
+
+    activity = event_line(
+        Event("activity", 1, {"kind": "node", "name": "fetch", "health": "silent", "renewals": 2})
+    )
+    assert activity == "activity: fetch (node, silent, 2 renewal(s))"
+    verdict = event_line(
+        Event("supervisor.verdict", 2, {"tier": 4, "verdict": "escalate", "reason": "silent"})
+    )
+    assert verdict == "supervisor (tier 4): escalate — silent"
+    budget = event_line(
+        Event(
+            "budget.checkpoint",
+            3,
+            {"level": "hard", "dimension": "steps", "used": 5.0, "limit": 5.0},
+        )
+    )
+    assert budget == "budget: hard limit of steps reached (5.0 of 5.0)"

@@ -130,6 +130,19 @@ def event_line(event: Event) -> str | None:
             if d.get("kind") == "auth" and value:
                 value = ": (credentials hidden)"
             return f"▶ wait ended ({d.get('how') or 'answered'}){value}"
+        case "activity":
+            note = f" — {d['note']}" if d.get("note") else ""
+            return (
+                f"activity: {d.get('name')} ({d.get('kind')}, {d.get('health')}, "
+                f"{d.get('renewals', 0)} renewal(s)){note}"
+            )
+        case "supervisor.verdict":
+            return f"supervisor (tier {d.get('tier')}): {d.get('verdict')} — {d.get('reason', '')}"
+        case "budget.checkpoint":
+            return (
+                f"budget: {d.get('level')} limit of {d.get('dimension')} reached "
+                f"({d.get('used')} of {d.get('limit')})"
+            )
         case "run.waiting":
             count = d.get("waits")
             return f"waiting ({count} open wait{'s' if count != 1 else ''})" if count else "waiting"
