@@ -53,7 +53,8 @@ def pg_url() -> Iterator[str]:
 _migrated: set[str] = set()
 
 TABLES = (
-    "outlast_events, outlast_waits, outlast_signals, outlast_runs, checkpoints, checkpoint_blobs,"
+    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_runs, checkpoints,"
+    " checkpoint_blobs,"
     " checkpoint_writes"
 )
 

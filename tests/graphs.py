@@ -512,3 +512,68 @@ def _build_stuck_chat() -> Any:
 
 
 stuck_chat = _build_stuck_chat()
+
+
+# -- effects ----------------------------------------------------------------------------
+
+
+def _outbox(config: RunnableConfig) -> str:
+    return str(config.get("configurable", {})["outbox"])
+
+
+async def _append(outbox: str, line: dict[str, Any]) -> None:
+    import json
+
+    with Path(outbox).open("a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def _send_email() -> Any:
+    from outlast.nodes.effects import effect
+
+    @effect(idempotent=False)
+    async def send_email(
+        to: str, body: str, *, outbox: str, idempotency_key: str
+    ) -> dict[str, Any]:
+        await _append(outbox, {"to": to, "body": body, "key": idempotency_key})
+        return {"sent": True, "key": idempotency_key}
+
+    return send_email
+
+
+send_email = _send_email()
+
+
+def _post_receipt() -> Any:
+    from outlast.nodes.effects import effect
+
+    @effect(idempotent=True)
+    async def post_receipt(
+        to: str, body: str, *, outbox: str, idempotency_key: str
+    ) -> dict[str, Any]:
+        await _append(outbox, {"to": to, "body": body, "key": idempotency_key})
+        return {"posted": True, "key": idempotency_key}
+
+    return post_receipt
+
+
+post_receipt = _post_receipt()
+
+
+async def _mail_then_ask(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    from langgraph.types import interrupt
+
+    conf = config.get("configurable", {})
+    body = "hello"
+    if conf.get("fickle"):  # a node that computes other arguments when it runs again
+        counter = Path(_outbox(config) + ".runs")
+        runs = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(runs))
+        body = f"hello #{runs}"
+    tool = post_receipt if conf.get("idempotent") else send_email
+    sent = await tool("ada@example.com", body, outbox=_outbox(config))
+    answer = interrupt("Was the email right?") if conf.get("ask", True) else "not asked"
+    return {"got": {"sent": sent, "answer": answer}}
+
+
+mailer = _single(_mail_then_ask)

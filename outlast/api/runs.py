@@ -6,7 +6,7 @@ import base64
 import re
 import time
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -226,3 +226,13 @@ async def run_result(
     if run.terminal:
         return JSONResponse(body, status_code=200)
     return JSONResponse(body, status_code=202, headers={**location(run.id), "Retry-After": "1"})
+
+
+@router.get("/runs/{run_id}/effects")
+async def run_effects(request: Request, run_id: str) -> dict[str, Any]:
+    """The run's effects ledger: each side effect with its key, arguments, status
+    (started, done, failed, unknown), result and how many times it was called."""
+    ctx = ctx_of(request)
+    await get_run_or_404(ctx, run_id)
+    effects = await ctx.store.list_effects(run_id)
+    return {"run_id": run_id, "effects": [e.public() for e in effects]}

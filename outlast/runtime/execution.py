@@ -39,9 +39,11 @@ from outlast.config import Settings
 from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
+from outlast.nodes.effects import LEDGER_KEY
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
+from outlast.runtime.effects import RunLedger
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
@@ -190,6 +192,8 @@ class Execution:
         # LangGraph keeps for servers). Under a node idle-timeout policy LangGraph's own
         # heartbeat takes over, as it should.
         config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat)
+        # Effects declared with @effect find the run's ledger here.
+        config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
         self._graph = graph
         graph_input: Any = run.input
         meter = self.meter

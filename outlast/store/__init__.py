@@ -7,6 +7,7 @@ from pathlib import Path
 from outlast.config import Settings
 from outlast.store.base import (
     TERMINAL,
+    Effect,
     Event,
     EventDraft,
     HeldRun,
@@ -23,6 +24,7 @@ from outlast.store.base import (
 
 __all__ = [
     "TERMINAL",
+    "Effect",
     "Event",
     "EventDraft",
     "HeldRun",

@@ -214,6 +214,40 @@ def same_request(new: NewRun, existing: Run) -> Run:
 
 
 @dataclass(frozen=True, slots=True)
+class Effect:
+    """One side effect in the ledger: ``started`` is committed before the call leaves the
+    process, ``done`` with its result after it returns."""
+
+    run_id: str
+    key: str
+    tool: str
+    args_hash: str
+    args: Any
+    idempotent: bool
+    status: str  # started | done | failed | unknown
+    result: Any
+    error: str | None
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    calls: int
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "tool": self.tool,
+            "args": self.args,
+            "args_hash": self.args_hash,
+            "idempotent": self.idempotent,
+            "status": self.status,
+            "result": self.result,
+            "error": self.error,
+            "calls": self.calls,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ListCursor:
     """Keyset position: runs accepted before the one at ``pos``."""
 
@@ -391,3 +425,23 @@ class Store(abc.ABC):
     ) -> None:
         """New limits (a tranche granted by a person) and the budget wait that granted
         them, consumed in the same transaction so a tranche is never applied twice."""
+
+    # -- the effects ledger ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def effect_begin(
+        self, run_id: str, key: str, tool: str, args_hash: str, args: Any, idempotent: bool
+    ) -> tuple[Effect, bool]:
+        """Record ``started`` (committed before the call); ``(existing, False)`` when the
+        key is already in the ledger."""
+
+    @abc.abstractmethod
+    async def effect_retry(self, run_id: str, key: str) -> Effect: ...
+
+    @abc.abstractmethod
+    async def effect_finish(
+        self, run_id: str, key: str, status: str, result: Any = None, error: str | None = None
+    ) -> Effect: ...
+
+    @abc.abstractmethod
+    async def list_effects(self, run_id: str) -> list[Effect]: ...

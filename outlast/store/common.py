@@ -33,6 +33,7 @@ from outlast.errors import (
     WaitNotOpen,
 )
 from outlast.store.base import (
+    Effect,
     Event,
     EventDraft,
     Lease,
@@ -60,6 +61,8 @@ class Tx(Protocol):
     def run(self, row: Mapping[str, Any]) -> Run: ...
 
     def event(self, row: Mapping[str, Any]) -> Event: ...
+
+    def effect(self, row: Mapping[str, Any]) -> Effect: ...
 
     async def notify(self, channel: str, key: str) -> None: ...
 
@@ -405,3 +408,44 @@ class CommonOps(abc.ABC):
         async with self._wtx() as tx:
             await tx.rows("prune_by_count", keep=keep)
             await tx.rows("prune_by_age", age=max_age)
+
+    # -- the effects ledger ----------------------------------------------------------------
+
+    async def effect_begin(
+        self, run_id: str, key: str, tool: str, args_hash: str, args: Any, idempotent: bool
+    ) -> tuple[Effect, bool]:
+        async with self._wtx() as tx:
+            rows = await tx.rows(
+                "e_begin",
+                run_id=run_id,
+                key=key,
+                tool=tool,
+                args_hash=args_hash,
+                args=tx.json(args),
+                idempotent=idempotent,
+            )
+            if rows:
+                return tx.effect(rows[0]), True
+            return tx.effect((await tx.rows("e_get", run_id=run_id, key=key))[0]), False
+
+    async def effect_retry(self, run_id: str, key: str) -> Effect:
+        async with self._wtx() as tx:
+            return tx.effect((await tx.rows("e_retry", run_id=run_id, key=key))[0])
+
+    async def effect_finish(
+        self, run_id: str, key: str, status: str, result: Any = None, error: str | None = None
+    ) -> Effect:
+        async with self._wtx() as tx:
+            rows = await tx.rows(
+                "e_finish",
+                run_id=run_id,
+                key=key,
+                status=status,
+                result=tx.json(result),
+                error=error,
+            )
+            return tx.effect(rows[0])
+
+    async def list_effects(self, run_id: str) -> list[Effect]:
+        async with self._rtx() as tx:
+            return [tx.effect(r) for r in await tx.rows("e_list", run_id=run_id)]

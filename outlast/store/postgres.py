@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost, StoreUnavailable
 from outlast.store.base import (
+    Effect,
     Event,
     EventDraft,
     HeldRun,
@@ -40,6 +41,7 @@ from outlast.store.pg_saver import FencedPostgresSaver
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
+    effect_from_row,
     event_from_row,
     run_from_row,
     wait_from_row,
@@ -303,6 +305,9 @@ class _PgTx:
 
     def run(self, row: Mapping[str, Any]) -> Run:
         return run_from_row(row)
+
+    def effect(self, row: Mapping[str, Any]) -> Effect:
+        return effect_from_row(row)
 
     def event(self, row: Mapping[str, Any]) -> Event:
         return event_from_row(row)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from outlast.jsonable import to_jsonable
-from outlast.store.base import Event, Run, RunStatus, Wait
+from outlast.store.base import Effect, Event, Run, RunStatus, Wait
 
 
 def dumps(value: Any) -> str:
@@ -105,4 +105,27 @@ def wait_from_row(
         failures=row["failures"],
         answered_at=when(row["answered_at"]),
         answer_key=row.get("answer_key"),
+    )
+
+
+def effect_from_row(
+    row: Mapping[str, Any],
+    load: Callable[[Any], Any] = _identity,
+    when: Callable[[Any], dt.datetime | None] = _identity,
+) -> Effect:
+    started = when(row["started_at"])
+    assert started is not None
+    return Effect(
+        run_id=str(row["run_id"]),
+        key=row["key"],
+        tool=row["tool"],
+        args_hash=row["args_hash"],
+        args=load(row["args"]),
+        idempotent=bool(row["idempotent"]),
+        status=row["status"],
+        result=load(row["result"]),
+        error=row["error"],
+        started_at=started,
+        finished_at=when(row["finished_at"]),
+        calls=row["calls"],
     )

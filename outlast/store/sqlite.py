@@ -22,6 +22,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.errors import LeaseLost, StoreUnavailable
 from outlast.store.base import (
+    Effect,
     Event,
     EventDraft,
     HeldRun,
@@ -39,6 +40,7 @@ from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
+    effect_from_row,
     event_from_row,
     run_from_row,
     wait_from_row,
@@ -421,6 +423,9 @@ class _SqliteTx:
 
     def run(self, row: Mapping[str, Any]) -> Run:
         return _run(row)
+
+    def effect(self, row: Mapping[str, Any]) -> Effect:
+        return effect_from_row(row, _load, _when)
 
     def event(self, row: Mapping[str, Any]) -> Event:
         return event_from_row(row, _load, _when)

@@ -374,3 +374,27 @@ RETURNING id;
 -- name: w_consume
 UPDATE outlast_waits SET status = 'resumed' WHERE id = %(id)s AND status = 'answered'
 RETURNING id;
+
+-- name: e_begin
+INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status)
+VALUES (%(run_id)s, %(key)s, %(tool)s, %(args_hash)s, %(args)s::jsonb, %(idempotent)s, 'started')
+ON CONFLICT (run_id, key) DO NOTHING
+RETURNING *;
+
+-- name: e_get
+SELECT * FROM outlast_effects WHERE run_id = %(run_id)s AND key = %(key)s FOR UPDATE;
+
+-- name: e_retry
+UPDATE outlast_effects SET status = 'started', calls = calls + 1, error = NULL
+WHERE run_id = %(run_id)s AND key = %(key)s
+RETURNING *;
+
+-- name: e_finish
+UPDATE outlast_effects
+SET status = %(status)s, result = %(result)s::jsonb, error = %(error)s,
+    finished_at = clock_timestamp()
+WHERE run_id = %(run_id)s AND key = %(key)s
+RETURNING *;
+
+-- name: e_list
+SELECT * FROM outlast_effects WHERE run_id = %(run_id)s ORDER BY started_at, key;

@@ -278,3 +278,28 @@ RETURNING id;
 -- name: w_consume
 UPDATE outlast_waits SET status = 'resumed' WHERE id = :id AND status = 'answered'
 RETURNING id;
+
+-- name: e_begin
+INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status, started_at)
+VALUES (:run_id, :key, :tool, :args_hash, :args, :idempotent, 'started',
+        (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (run_id, key) DO NOTHING
+RETURNING *;
+
+-- name: e_get
+SELECT * FROM outlast_effects WHERE run_id = :run_id AND key = :key;
+
+-- name: e_retry
+UPDATE outlast_effects SET status = 'started', calls = calls + 1, error = NULL
+WHERE run_id = :run_id AND key = :key
+RETURNING *;
+
+-- name: e_finish
+UPDATE outlast_effects
+SET status = :status, result = :result, error = :error,
+    finished_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE run_id = :run_id AND key = :key
+RETURNING *;
+
+-- name: e_list
+SELECT * FROM outlast_effects WHERE run_id = :run_id ORDER BY started_at, key;

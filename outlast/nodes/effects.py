@@ -1,0 +1,120 @@
+"""Side effects a checkpoint cannot undo: declare them, and the ledger remembers them.
+
+``@effect(idempotent=...)`` wraps an async function (a tool's body) that touches the
+outside world. Under outlast every call is recorded in the run's effects ledger, keyed by
+what stays the same when the node runs again (run, node path, task path, step, and the
+tool call id or the call's position in the node), so a node re-run after a crash, a retry
+or a resumed interrupt returns the recorded result instead of sending the email again.
+The wrapped function receives ``idempotency_key``, to hand to a provider that supports one.
+
+Without outlast (plain LangGraph, a notebook) the function is simply called, with a key
+derived from its arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
+
+from langgraph.config import get_config
+
+LEDGER_KEY = "__outlast_ledger"
+T = TypeVar("T")
+
+# One counter per node execution: LangGraph runs each task in its own asyncio task, which
+# starts from a copy of the loop's context where this is unset.
+_calls: ContextVar[dict[str, int] | None] = ContextVar("outlast_effect_calls", default=None)
+
+Reconcile = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class Ledger(Protocol):
+    async def run_effect(
+        self,
+        *,
+        key: str,
+        tool: str,
+        args: dict[str, Any],
+        idempotent: bool,
+        call: Callable[[str], Awaitable[Any]],
+        reconcile: Reconcile | None,
+    ) -> Any: ...
+
+
+def _config() -> Any:
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def effect_key(config: Any, tool: str, tool_call_id: str | None) -> str:
+    """Stable across re-executions of the same node attempt; never a task UUID."""
+    meta = config.get("metadata", {}) or {}
+    ns = str(config.get("configurable", {}).get("checkpoint_ns", ""))
+    names = "|".join(part.split(":")[0] for part in ns.split("|") if part)
+    if tool_call_id:
+        ident = f"call:{tool_call_id}"
+    else:
+        calls = _calls.get()
+        if calls is None:
+            calls = {}
+            _calls.set(calls)
+        position = calls.get(tool, 0)
+        calls[tool] = position + 1
+        ident = f"n:{position}"
+    raw = "|".join(
+        str(x)
+        for x in (
+            meta.get("run_id"),
+            names,
+            meta.get("langgraph_path"),
+            meta.get("langgraph_step"),
+            tool,
+            ident,
+        )
+    )
+    return f"{tool}:{_digest(raw)}"
+
+
+def effect(
+    *, idempotent: bool, reconcile: Reconcile | None = None, name: str | None = None
+) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+    """Declare a side effect. ``idempotent``: calling it twice with the same key is safe.
+    ``reconcile(key, args)`` answers whether an unfinished call happened: ``("done",
+    result)`` or ``"not_done"``; without it an unfinished non-idempotent call puts the run
+    in a ``reconciliation`` wait for a person."""
+
+    def decorate(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        tool = name or fn.__name__
+
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> T:
+            payload = {"args": list(args), "kwargs": kwargs}
+            config = _config()
+            ledger = (config or {}).get("configurable", {}).get(LEDGER_KEY)
+            if ledger is None:
+                canonical = json.dumps(payload, sort_keys=True, default=str)
+                return await fn(*args, idempotency_key=f"{tool}:{_digest(canonical)}", **kwargs)
+            key = effect_key(config, tool, kwargs.get("tool_call_id"))
+            result: T = await ledger.run_effect(
+                key=key,
+                tool=tool,
+                args=payload,
+                idempotent=idempotent,
+                call=lambda k: fn(*args, idempotency_key=k, **kwargs),
+                reconcile=reconcile,
+            )
+            return result
+
+        return wrapper
+
+    return decorate
