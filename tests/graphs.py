@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolCallId
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -577,3 +578,44 @@ async def _mail_then_ask(state: WaitState, config: RunnableConfig) -> dict[str, 
 
 
 mailer = _single(_mail_then_ask)
+
+
+def _ticket_tool() -> Any:
+    from langchain_core.tools import tool
+
+    from outlast.nodes.effects import effect
+
+    @tool
+    @effect(idempotent=True)
+    async def open_ticket(
+        title: str,
+        outbox: str,
+        tool_call_id: Annotated[str, InjectedToolCallId],
+        idempotency_key: str,
+    ) -> str:
+        """Open a ticket in the tracker."""
+        await _append(outbox, {"title": title, "key": idempotency_key, "call": tool_call_id})
+        return f"ticket for {title!r}"
+
+    return open_ticket
+
+
+open_ticket = _ticket_tool()
+
+
+async def _agent_turn(state: ConversationState, config: RunnableConfig) -> dict[str, Any]:
+    from langgraph.types import interrupt
+
+    outbox = _outbox(config)
+    call = {
+        "name": "open_ticket",
+        "args": {"title": "printer on fire", "outbox": outbox},
+        "id": "call-42",
+        "type": "tool_call",
+    }
+    result = await open_ticket.ainvoke(call)
+    answer = interrupt("ticket opened; anything else?")
+    return {"got": {"tool": str(result.content), "answer": answer}}
+
+
+ticketing = _single(_agent_turn)

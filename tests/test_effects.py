@@ -212,3 +212,29 @@ def _hash(args: object) -> str:
     return hashlib.sha256(
         json.dumps(args, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
+
+
+def test_a_langchain_tool_does_not_show_the_key_to_the_model() -> None:
+    from tests.graphs import open_ticket
+
+    schema = open_ticket.tool_call_schema.model_json_schema()
+    assert set(schema["properties"]) == {"title", "outbox"}
+
+
+async def test_a_langchain_tool_is_keyed_by_its_tool_call_id(store: Store, tmp_path: Path) -> None:
+    outbox = tmp_path / "tickets.jsonl"
+    async with serve(store) as srv:
+        run = await post_run(
+            srv.client,
+            graph="ticketing",
+            input={},
+            config={"configurable": {"outbox": str(outbox)}},
+        )
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        await answer(srv, run["id"], wait["id"], "no")
+        final = await wait_result(srv.client, run["id"])
+        assert final["result"]["got"]["tool"] == "ticket for 'printer on fire'"
+        (line,) = _lines(outbox)  # opened once although the node ran twice
+        assert line["call"] == "call-42"
+        (effect,) = (await srv.client.get(f"/v1/runs/{run['id']}/effects")).json()["effects"]
+        assert effect["key"] == line["key"] and effect["status"] == "done"

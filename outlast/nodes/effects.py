@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
+import typing
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
@@ -115,6 +117,26 @@ def effect(
             )
             return result
 
+        # The key is supplied here, never by a caller or a model: hide it from the
+        # signature, so a LangChain tool built from this function (``@tool``) does not put
+        # it in the schema the model sees.
+        # Annotations are resolved against the function's own module (they may be strings
+        # under `from __future__ import annotations`), since the wrapper lives here.
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:
+            hints = {}
+        signature = inspect.signature(fn)
+        params = [
+            p.replace(annotation=hints.get(n, p.annotation))
+            for n, p in signature.parameters.items()
+            if n != "idempotency_key"
+        ]
+        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=params, return_annotation=hints.get("return", signature.return_annotation)
+        )
+        wrapper.__annotations__ = {n: h for n, h in hints.items() if n != "idempotency_key"}
+        del wrapper.__wrapped__
         return wrapper
 
     return decorate
