@@ -1,1 +1,1 @@
-"""outlast.api."""
+"""The HTTP API (FastAPI): runs, events over SSE, waits and signals, threads, effects."""

@@ -1,1 +1,1 @@
-"""outlast.graph."""
+"""Graphs: which ones run (``registry``, from ``langgraph.json``) and the example graph."""

@@ -1,1 +1,1 @@
-"""outlast.runtime."""
+"""The worker side: claiming runs, executing them, leases, waits, budgets and effects."""
