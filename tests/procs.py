@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +119,16 @@ def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[b
             time.sleep(0.05)
     kill(proc)
     raise AssertionError(f"server did not become ready: {log.read_text(errors='replace')}")
+
+
+@contextlib.asynccontextmanager
+async def after_fault(db_url: str, folder: Path, point: str) -> AsyncIterator[Any]:
+    """A worker killed at fault point ``point`` (it SIGKILLs itself there), then a second
+    worker that finishes the job; yields the second, stopped with SIGTERM on exit."""
+    first = start_worker(db_url, folder / "w1.log", OUTLAST_FAULTS=point)
+    assert first.wait(timeout=30) == -signal.SIGKILL
+    second = start_worker(db_url, folder / "w2.log")
+    try:
+        yield second
+    finally:
+        kill(second, signal.SIGTERM)

@@ -16,6 +16,7 @@ from outlast.runtime.accept import RunRequest, accept
 from outlast.store import RunStatus, Store
 from tests.conftest import open_pg
 from tests.procs import (
+    after_fault,
     all_events,
     assert_exact_log,
     kill,
@@ -188,13 +189,8 @@ async def test_crash_right_after_claim_loses_nothing(
     """Fault point worker.after_claim: the run is claimed, no checkpoint exists yet."""
     count = tmp_path / "count.log"
     run_id = await _accept(store, count)
-    first = start_worker(db_url, tmp_path / "w1.log", OUTLAST_FAULTS="worker.after_claim")
-    assert first.wait(timeout=30) == -signal.SIGKILL
-    second = start_worker(db_url, tmp_path / "w2.log")
-    try:
+    async with after_fault(db_url, tmp_path, "worker.after_claim") as second:
         final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)
     assert final.status == RunStatus.COMPLETED and final.attempts == 2
     assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n5", "n6"]
     events = await all_events(store, run_id)
@@ -210,13 +206,8 @@ async def test_crash_after_the_last_checkpoint_before_finish_reruns_nothing(
     this run and completes it without running any node again."""
     count = tmp_path / "count.log"
     run_id = await _accept(store, count)
-    first = start_worker(db_url, tmp_path / "w1.log", OUTLAST_FAULTS="worker.before_finish")
-    assert first.wait(timeout=30) == -signal.SIGKILL
-    second = start_worker(db_url, tmp_path / "w2.log")
-    try:
+    async with after_fault(db_url, tmp_path, "worker.before_finish") as second:
         final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)
     assert final.status == RunStatus.COMPLETED and final.attempts == 2
     assert final.result == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
     assert count.read_text().split() == ["n1", "n2", "n3", "n4", "n5", "n6"]

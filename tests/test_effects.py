@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from outlast.store import Store
 from tests.harness import collect, post_run, serve, wait_result
+from tests.procs import after_fault, wait_for_status
 from tests.test_waits import answer, wait_status
 
 
@@ -66,45 +68,26 @@ async def test_effects_of_an_unknown_run_are_404(store: Store) -> None:
 # -- crashes at each fault point: real worker processes, SIGKILL ---------------------------
 
 
-async def _crash_at(
-    point: str, store: Store, db_url: str, tmp_path: Path, idempotent: bool
-) -> tuple[str, Path, object]:
-    import signal
-
+async def _mail(store: Store, tmp_path: Path, idempotent: bool) -> tuple[str, Path]:
     from outlast.runtime.accept import RunRequest, accept
-    from tests.procs import start_worker
 
     outbox = tmp_path / "outbox.jsonl"
+    conf = {"outbox": str(outbox), "ask": False, "idempotent": idempotent}
     run, _ = await accept(
         store,
-        RunRequest(
-            graph="mailer",
-            input={},
-            config={
-                "configurable": {"outbox": str(outbox), "ask": False, "idempotent": idempotent}
-            },
-        ),
+        RunRequest(graph="mailer", input={}, config={"configurable": conf}),
         graphs=["mailer"],
         max_attempts=3,
     )
-    first = start_worker(db_url, tmp_path / "w1.log", OUTLAST_FAULTS=point)
-    assert first.wait(timeout=30) == -signal.SIGKILL
-    second = start_worker(db_url, tmp_path / "w2.log")
-    return run.id, outbox, second
+    return run.id, outbox
 
 
 async def test_killed_after_done_the_email_is_sent_once(
     store: Store, db_url: str, tmp_path: Path
 ) -> None:
-    import signal
-
-    from tests.procs import kill, wait_for_status
-
-    run_id, outbox, second = await _crash_at("effect.after_done", store, db_url, tmp_path, False)
-    try:
+    run_id, outbox = await _mail(store, tmp_path, idempotent=False)
+    async with after_fault(db_url, tmp_path, "effect.after_done") as second:
         final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)  # type: ignore[arg-type]
     assert final.status.value == "completed" and len(_lines(outbox)) == 1
     effects = await store.list_effects(run_id)
     assert [(e.status, e.calls) for e in effects] == [("done", 1)]
@@ -113,15 +96,9 @@ async def test_killed_after_done_the_email_is_sent_once(
 async def test_killed_before_done_an_idempotent_tool_runs_again_with_the_same_key(
     store: Store, db_url: str, tmp_path: Path
 ) -> None:
-    import signal
-
-    from tests.procs import kill, wait_for_status
-
-    run_id, outbox, second = await _crash_at("effect.after_call", store, db_url, tmp_path, True)
-    try:
+    run_id, outbox = await _mail(store, tmp_path, idempotent=True)
+    async with after_fault(db_url, tmp_path, "effect.after_call") as second:
         final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)  # type: ignore[arg-type]
     assert final.status.value == "completed"
     keys = [line["key"] for line in _lines(outbox)]
     assert len(keys) == 2 and keys[0] == keys[1]  # called again, with the same key
@@ -129,23 +106,22 @@ async def test_killed_before_done_an_idempotent_tool_runs_again_with_the_same_ke
     assert (effect.status, effect.calls) == ("done", 2)
 
 
+async def _reconcile_by_hand(store: Store, run_id: str, second: Any, value: dict[str, Any]) -> Any:
+    """Wait for the reconciliation wait, answer it as a person would, await the end."""
+    waiting = await wait_for_status(store, run_id, {"waiting"}, proc=second)
+    (wait,) = await store.list_waits(waiting.id, "open")
+    assert wait.kind == "reconciliation" and wait.object["tool"] == "send_email"
+    await store.answer(run_id, wait.id, value)
+    return await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
+
+
 async def test_killed_before_done_a_non_idempotent_tool_asks_a_person(
     store: Store, db_url: str, tmp_path: Path
 ) -> None:
-    import signal
-
-    from tests.procs import kill, wait_for_status
-
-    run_id, outbox, second = await _crash_at("effect.before_call", store, db_url, tmp_path, False)
-    try:
-        waiting = await wait_for_status(store, run_id, {"waiting"}, proc=second)
-        (wait,) = await store.list_waits(waiting.id, "open")
-        assert wait.kind == "reconciliation" and wait.object["tool"] == "send_email"
-        assert _lines(outbox) == []  # killed before the call left the process
-        await store.answer(run_id, wait.id, {"happened": False})  # "run it again"
-        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)  # type: ignore[arg-type]
+    run_id, outbox = await _mail(store, tmp_path, idempotent=False)
+    async with after_fault(db_url, tmp_path, "effect.before_call") as second:
+        # killed before the call left the process; the person says: run it again
+        final = await _reconcile_by_hand(store, run_id, second, {"happened": False})
     assert final.status.value == "completed" and len(_lines(outbox)) == 1
     events = [e.type for e in await store.read_events(run_id, 0, 1000)]
     assert "effect.unknown" in events
@@ -154,18 +130,10 @@ async def test_killed_before_done_a_non_idempotent_tool_asks_a_person(
 async def test_a_person_who_says_it_happened_is_believed(
     store: Store, db_url: str, tmp_path: Path
 ) -> None:
-    import signal
-
-    from tests.procs import kill, wait_for_status
-
-    run_id, outbox, second = await _crash_at("effect.after_call", store, db_url, tmp_path, False)
-    try:
-        waiting = await wait_for_status(store, run_id, {"waiting"}, proc=second)
-        (wait,) = await store.list_waits(waiting.id, "open")
-        await store.answer(run_id, wait.id, {"happened": True, "result": {"sent": "by hand"}})
-        final = await wait_for_status(store, run_id, {"completed", "failed"}, proc=second)
-    finally:
-        kill(second, signal.SIGTERM)  # type: ignore[arg-type]
+    run_id, outbox = await _mail(store, tmp_path, idempotent=False)
+    async with after_fault(db_url, tmp_path, "effect.after_call") as second:
+        answer_ = {"happened": True, "result": {"sent": "by hand"}}
+        final = await _reconcile_by_hand(store, run_id, second, answer_)
     assert final.status.value == "completed" and len(_lines(outbox)) == 1  # not sent again
     assert final.result["got"]["sent"] == {"sent": "by hand"}
 
