@@ -1,5 +1,6 @@
 # The two commands of the README. Each creates .venv and installs what it needs first.
-#   make run   - the server on the embedded SQLite default (./.outlast/), with the example graph
+#   make run   - the demo (a narrated run of the reference agent), then the server keeps
+#                serving on the embedded SQLite default (./.outlast/demo/) until Ctrl-C
 #   make test  - lint, types and the whole test suite (Postgres tests need a local server;
 #                OUTLAST_REQUIRE_POSTGRES=1 makes them fail instead of skip)
 
@@ -19,14 +20,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/outlast serve
+	$(BIN)/outlast demo --serve
 
 test: $(STAMP) lint
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check outlast tests bench
-	$(BIN)/ruff format --check outlast tests bench
+	$(BIN)/ruff check outlast tests bench examples
+	$(BIN)/ruff format --check outlast tests bench examples
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -174,8 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=cmd_migrate)
 
     from outlast.client.parser import add_commands
+    from outlast.demo.command import add_command as add_demo
 
     add_commands(sub)
+    add_demo(sub)
     return parser
 
 

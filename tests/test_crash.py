@@ -265,8 +265,9 @@ async def test_a_timer_survives_a_restart_of_every_process(
 
     from tests.procs import start_server
 
-    until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
     server, url = start_server(db_url, tmp_path / "s1.log")
+    # Due after the server is up (its start-up time must not eat the sleep).
+    until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.5)
     try:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             response = await client.post(

@@ -76,8 +76,10 @@ def test_graph_option_and_module_targets(project: Path) -> None:
         parse_graph_option("no-colon")
 
 
-def test_missing_file_falls_back_to_the_example(tmp_path: Path) -> None:
-    assert GraphRegistry.from_config(tmp_path / "nope.json").names == ["steps"]
+def test_missing_file_falls_back_to_the_builtin_graphs(tmp_path: Path) -> None:
+    registry = GraphRegistry.from_config(tmp_path / "nope.json")
+    assert registry.names == ["agent", "steps"]
+    registry.load_all()
 
 
 def test_unknown_and_broken_graphs_are_clear_errors(project: Path) -> None:

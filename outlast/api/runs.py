@@ -92,14 +92,21 @@ def run_request(
     ctx: AppContext, body: RunCreate, graph: str | None, thread_id: str | None
 ) -> RunRequest:
     """The request as the runtime takes it: the budget resolved against the defaults and
-    bounded by the operator's caps."""
+    bounded by the operator's caps, and the model (for graphs that call one) resolved
+    and checked."""
+    budget = resolve_budget(body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps)
+    name = graph or (ctx.registry.names[0] if ctx.registry.names else None)
+    model = None
+    if name in ctx.registry.names:  # an unknown name is refused by new_run
+        model = ctx.registry.model_for(name, body.config)
     return RunRequest(
         graph=graph,
         input=body.input,
         thread_id=thread_id,
         config=body.config,
         metadata=body.metadata,
-        budget=resolve_budget(body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps),
+        budget=budget,
+        model=model,
     )
 
 

@@ -120,6 +120,11 @@ class RunSnapshot(BaseModel):
     result: Any = None
     error: dict[str, Any] | None = None
     lease: Lease | None = None
+    model: str | None = Field(
+        default=None,
+        description="the chat model the run calls, fixed at acceptance ('scripted' = the "
+        "deterministic offline model)",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -152,10 +157,17 @@ class RunSnapshot(BaseModel):
             result=run.result,
             error=error,
             lease=lease,
+            model=_model(run),
             metadata=run.metadata,
             created_at=run.created_at,
             updated_at=run.updated_at,
         )
+
+
+def _model(run: Run) -> str | None:
+    configurable = (run.config or {}).get("configurable")
+    model = configurable.get("model") if isinstance(configurable, dict) else None
+    return str(model) if model is not None else None
 
 
 def _usage(run: Run) -> dict[str, Any] | None:

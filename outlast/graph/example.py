@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it on 3.11
 
 STEPS = ("plan", "gather", "draft", "review", "finish")
 

@@ -24,8 +24,12 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from outlast.errors import GraphLoadError, UnknownGraph
+from outlast.graph.models import check_model, model_name, uses_model
 
-BUILTIN = {"steps": "outlast.graph.example:graph"}
+BUILTIN = {
+    "agent": "outlast.graph.agent:make_graph",
+    "steps": "outlast.graph.example:graph",
+}
 
 
 def parse_graph_option(option: str) -> tuple[str, str]:
@@ -85,6 +89,15 @@ class GraphRegistry:
             graph = self._build(name, self._targets[name])
             self._graphs[name] = graph
         return graph
+
+    def model_for(self, name: str, config: dict[str, Any] | None) -> str | None:
+        """The model a run of graph ``name`` will call, checked now (a missing provider
+        package or key is the client's error at acceptance, not a worker's crash later);
+        ``None`` for graphs that call no model."""
+        if not uses_model(self.get(name)):
+            return None
+        configurable = (config or {}).get("configurable") or {}
+        return check_model(model_name(configurable if isinstance(configurable, dict) else {}))
 
     def for_run(
         self, name: str, checkpointer: BaseCheckpointSaver[Any]

@@ -20,7 +20,9 @@ ACTIVITY_KEY = "outlast_activity"
 def _emit(payload: dict[str, Any]) -> None:
     try:
         writer = get_stream_writer()
-    except RuntimeError:  # called outside a graph run (a unit test, a notebook)
+    except (RuntimeError, KeyError):
+        # Outside a graph run: no config at all (a unit test), or a LangChain config
+        # without LangGraph's runtime (a tool called with ``.ainvoke`` in a notebook).
         return
     writer({ACTIVITY_KEY: payload})
 

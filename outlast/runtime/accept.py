@@ -31,6 +31,7 @@ class RunRequest:
     config: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
+    model: str | None = None  # resolved at acceptance, so every worker uses the same
 
 
 def new_run(
@@ -57,12 +58,17 @@ def new_run(
         "metadata": request.metadata or {},
         "budget": request.budget,
     }
+    config = dict(request.config or {})
+    if request.model is not None:
+        configurable = dict(config.get("configurable") or {})
+        configurable.setdefault("model", request.model)
+        config["configurable"] = configurable
     return NewRun(
         id=str(uuid.uuid4()),
         thread_id=request.thread_id or str(uuid.uuid4()),
         graph=graph,
         input=request.input,
-        config=request.config or {},
+        config=config,
         metadata=request.metadata or {},
         budget=request.budget,
         idempotency_key=idempotency_key,

@@ -1,0 +1,103 @@
+"""The demo's stream client: follows a run's events the way a careful client should.
+
+It remembers the last ``seq`` it saw and, when its connection ends (closed on purpose,
+or cut because the server died), reconnects with ``Last-Event-ID`` and keeps going.
+Every event it receives is kept in order, so the demo can check afterwards that the
+three connections together saw each event exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+TERMINAL = {"run.completed", "run.failed", "run.cancelled"}
+
+
+@dataclass
+class Received:
+    seq: int
+    type: str
+    data: dict[str, Any]
+    connection: int
+
+
+@dataclass
+class Follower:
+    client: httpx.AsyncClient
+    run_id: str
+    on_event: Callable[[Received], None] = lambda event: None
+    events: list[Received] = field(default_factory=list)
+    connections: int = 0
+    drops: list[str] = field(default_factory=list)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else 0
+
+    async def read(self, *, until: Callable[[Received], bool] | None = None) -> None:
+        """One connection: from after ``last_seq`` until the run ends, ``until`` says
+        stop (then the connection is closed by us), or the connection fails."""
+        headers = {"Last-Event-ID": str(self.last_seq)} if self.events else {}
+        url = f"/v1/runs/{self.run_id}/events"
+        async with self.client.stream("GET", url, headers=headers, timeout=None) as response:
+            response.raise_for_status()
+            self.connections += 1  # counted once it is open: failed attempts are not
+            number = self.connections
+            data = ""
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    data += line[5:].strip()
+                elif line == "" and data:
+                    payload = json.loads(data)
+                    data = ""
+                    if "seq" not in payload:
+                        continue
+                    body = payload.get("data")
+                    body = body if isinstance(body, dict) else {}
+                    event = Received(int(payload["seq"]), str(payload["type"]), body, number)
+                    self.events.append(event)
+                    self.on_event(event)
+                    if event.type in TERMINAL:
+                        self.ended.set()
+                    async with self._arrived:
+                        self._arrived.notify_all()
+                    if event.type in TERMINAL:
+                        return
+                    if until is not None and until(event):
+                        return
+
+    async def follow(self, retry: float = 0.3, give_up: float = 30.0) -> None:
+        """Read to the end, reconnecting after every failure (a dead server included)."""
+        failing_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while not self.ended.is_set():
+            try:
+                await self.read()
+                failing_since = None
+            except (httpx.HTTPError, OSError) as exc:
+                now = loop.time()
+                if failing_since is None:
+                    failing_since = now
+                    self.drops.append(type(exc).__name__)
+                elif now - failing_since > give_up:
+                    raise
+                await asyncio.sleep(retry)
+
+    async def wait_for(self, test: Callable[[Received], bool], within: float) -> Received:
+        """The first event (already received or still to come) that passes ``test``."""
+        async with asyncio.timeout(within), self._arrived:
+            while True:
+                for event in self.events:
+                    if test(event):
+                        return event
+                if self.ended.is_set():
+                    raise LookupError("the run ended first")
+                await self._arrived.wait()

@@ -1,0 +1,316 @@
+"""``outlast demo``: one real run of the reference agent, narrated, on the embedded store.
+
+What it shows, in the order a run meets it:
+
+1. the run has an identity before any work starts, and a retried request (same
+   ``Idempotency-Key``) gets the same run;
+2. the client disconnects on purpose, the run goes on, and the client reattaches with
+   ``Last-Event-ID`` and gets exactly what it missed;
+3. the agent asks a person; a scripted answer arrives through ``/input``;
+4. a budget soft limit opens a checkpoint: a person grants a tranche;
+5. the server (and its worker) is SIGKILLed the instant the email leaves, before the
+   ledger hears back; a second server takes the run over from its last checkpoint;
+6. the email is not sent twice: the ledger asks the outbox (``reconcile``);
+7. across three connections the client saw every event once, in order.
+
+Each check is a step; the demo ends with a table of them and exits non-zero if any
+did not happen. The run's model is the scripted offline model unless ``OUTLAST_MODEL``
+says otherwise (the script is what makes the path, and so the narration, repeatable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from outlast.demo.follower import Follower, Received
+from outlast.demo.servers import ServerProcess, free_port
+from outlast.graph.tools import outbox_messages
+
+TASK = (
+    "Search the notes, compute the total words, ask who gets the report, "
+    "write a report and email it."
+)
+ANSWER = "ana@example.com"
+BUDGET = {"tool_calls": {"soft": 7, "hard": 20}}
+TRANCHE = 4
+EXPECTED = (
+    "accepted",
+    "disconnect and reattach",
+    "a person answers",
+    "budget checkpoint decides",
+    "a worker is killed",
+    "resumed elsewhere",
+    "email sent once",
+    "nothing lost or repeated",
+)
+
+
+class DemoStop(Exception):
+    """A step did not happen; the steps after it cannot."""
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Demo:
+    console: Console
+    folder: Path
+    port: int
+    model_delay: float = 0.05
+    steps: list[Step] = field(default_factory=list)
+    server: ServerProcess | None = None
+    run_id: str = ""
+
+    def check(self, name: str, ok: bool, detail: str) -> bool:
+        self.steps.append(Step(name, ok, detail))
+        mark = "[green]✓[/]" if ok else "[red]✗[/]"
+        self.console.print(f"  {mark} [bold]{name}[/]: {detail}")
+        return ok
+
+    def require(self, name: str, ok: bool, detail: str) -> None:
+        if not self.check(name, ok, detail):
+            raise DemoStop(name)
+
+    def say(self, text: str) -> None:
+        self.console.print(f"\n[bold cyan]▶[/] {text}")
+
+    def show(self, event: Received) -> None:
+        data = event.data
+        detail = ""
+        if event.type == "node.updated":
+            detail = str(data.get("node", ""))
+        elif event.type.startswith("effect."):
+            detail = f"{data.get('tool', '')} {data.get('status', '')}".strip()
+        elif event.type == "wait.started":
+            detail = str((data.get("wait") or {}).get("kind", ""))
+        elif event.type == "run.started":
+            detail = f"attempt {data.get('attempt', '?')}"
+        if event.type not in ("message.delta", "activity"):
+            self.console.print(
+                f"    [dim]#{event.seq:<3} conn {event.connection}  {event.type}  {detail}[/]"
+            )
+
+    async def run(self) -> bool:
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True)
+        self.say(
+            f"Starting [bold]outlast serve[/] on the embedded SQLite store in {self.folder}/ "
+            "(armed to die, with SIGKILL, the instant the email leaves)"
+        )
+        self.server = ServerProcess("server-1", self.folder, self.port, "effect.after_call")
+        await asyncio.to_thread(self.server.ready)
+        async with httpx.AsyncClient(base_url=self.server.url, timeout=30) as client:
+            try:
+                await self._scenario(client)
+            except DemoStop as stop:
+                self.console.print(f"  [red]stopped: '{stop}' did not happen[/]")
+            except (TimeoutError, LookupError, httpx.HTTPError, RuntimeError) as exc:
+                self.check("the demo ran to its end", False, f"{type(exc).__name__}: {exc}")
+        done = {step.name for step in self.steps}
+        for name in EXPECTED:
+            if name not in done:
+                self.steps.append(Step(name, False, "did not happen"))
+        return all(step.ok for step in self.steps)
+
+    async def _scenario(self, client: httpx.AsyncClient) -> None:
+        follower = Follower(client, "", on_event=self.show)
+        await self._accept(client, follower)
+        await self._disconnect(client, follower)
+        reader = asyncio.create_task(follower.follow())
+        try:
+            await self._answer_question(client, follower)
+            await self._budget(client, follower)
+            await self._crash(follower)
+            await asyncio.wait_for(follower.ended.wait(), 60)
+        finally:
+            reader.cancel()
+        await self._verify(client, follower)
+
+    async def _accept(self, client: httpx.AsyncClient, follower: Follower) -> None:
+        self.say("POST /v1/runs: the run gets its identity before any work starts")
+        body = {
+            "graph": "agent",
+            "input": {"messages": [{"role": "user", "content": TASK}]},
+            "config": {"configurable": {"model_delay": self.model_delay}},
+            "budget": BUDGET,
+        }
+        key = f"demo-{uuid.uuid4()}"
+        first = await client.post("/v1/runs", json=body, headers={"Idempotency-Key": key})
+        again = await client.post("/v1/runs", json=body, headers={"Idempotency-Key": key})
+        snap = first.json()
+        if first.status_code != 202:
+            self.require("accepted", False, f"{first.status_code}: {snap.get('detail', snap)}")
+        self.run_id = follower.run_id = snap["id"]
+        self.console.print(
+            f"  {first.status_code} Location: {first.headers.get('location')}  "
+            f"model: [bold]{snap.get('model')}[/]  task: {TASK!r}"
+        )
+        self.require(
+            "accepted",
+            first.status_code == 202 and again.json()["id"] == self.run_id,
+            f"202 with an id; the retried POST (same Idempotency-Key) returned the same run "
+            f"(Idempotent-Replayed: {again.headers.get('idempotent-replayed')})",
+        )
+
+    async def _disconnect(self, client: httpx.AsyncClient, follower: Follower) -> None:
+        self.say("Streaming the events, then closing the connection on purpose")
+        await asyncio.wait_for(follower.read(until=lambda e: e.type == "node.updated"), 30)
+        cut = follower.last_seq
+        self.console.print(f"  [yellow]connection closed after event #{cut}[/]; the run goes on")
+        await asyncio.sleep(1.0)
+        snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
+        moved = snap["last_seq"] > cut
+        self.console.print(f"  meanwhile the run reached event #{snap['last_seq']}")
+        self.say(f"Reattaching with Last-Event-ID: {cut}")
+        task = asyncio.create_task(follower.read(until=lambda e: e.seq >= snap["last_seq"]))
+        await asyncio.wait_for(task, 30)
+        resumed = [e.seq for e in follower.events if e.connection == 2]
+        self.require(
+            "disconnect and reattach",
+            moved and bool(resumed) and resumed[0] == cut + 1,
+            f"closed at #{cut}; the run went on to #{snap['last_seq']}; the second connection "
+            f"started at #{resumed[0] if resumed else '?'}",
+        )
+
+    async def _answer_question(self, client: httpx.AsyncClient, follower: Follower) -> None:
+        self.say("Waiting for the agent to ask a person something")
+        event = await follower.wait_for(_wait_of("human"), 60)
+        wait = event.data["wait"]
+        self.console.print(f"  the agent asks: [italic]{wait.get('prompt')}[/]")
+        snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
+        self.console.print(
+            f"  status [bold]{snap['status']}[/], waiting on {wait['kind']} since "
+            f"{wait.get('since')}: no worker, no coroutine, a row and a checkpoint"
+        )
+        reply = await client.post(
+            f"/v1/runs/{self.run_id}/input", json={"wait_id": wait["id"], "value": ANSWER}
+        )
+        self.require(
+            "a person answers",
+            reply.status_code == 202 and snap["status"] == "waiting",
+            f"waited as '{snap['status']}'; the scripted answer {ANSWER!r} was accepted "
+            f"({reply.status_code})",
+        )
+
+    async def _budget(self, client: httpx.AsyncClient, follower: Follower) -> None:
+        self.say(f"Budget: tool calls soft {BUDGET['tool_calls']['soft']}, hard 20")
+        checkpoint = await follower.wait_for(lambda e: e.type == "budget.checkpoint", 60)
+        event = await follower.wait_for(_wait_of("budget"), 30)
+        self.console.print(
+            f"  soft limit reached ({checkpoint.data.get('dimension')} "
+            f"{checkpoint.data.get('used')}): a checkpoint, not a guillotine"
+        )
+        reply = await client.post(
+            f"/v1/runs/{self.run_id}/input",
+            json={"wait_id": event.data["wait"]["id"], "value": _tranche()},
+        )
+        started = await follower.wait_for(
+            lambda e: e.seq > event.seq and e.type == "run.started", 30
+        )
+        self.require(
+            "budget checkpoint decides",
+            reply.status_code == 202,
+            f"a person granted {TRANCHE} more tool calls; the run went on (#{started.seq})",
+        )
+
+    async def _crash(self, follower: Follower) -> None:
+        assert self.server is not None
+        self.say("The agent sends its email; server-1 dies (SIGKILL) the instant it leaves")
+        code = await asyncio.to_thread(self.server.proc.wait, 60)
+        sent = len(outbox_messages(self.folder / "outbox"))
+        self.console.print(
+            f"  server-1 exit code {code}; outbox holds {sent} message(s); "
+            f"the client lost its connection after #{follower.last_seq}"
+        )
+        self.require(
+            "a worker is killed",
+            code == -signal.SIGKILL and sent == 1,
+            f"killed by SIGKILL after the email left and before the ledger recorded it "
+            f"(client at #{follower.last_seq})",
+        )
+        self.say("Starting server-2 on the same folder; the client keeps retrying")
+        self.server = ServerProcess("server-2", self.folder, self.port)
+        await asyncio.to_thread(self.server.ready)
+
+    async def _verify(self, client: httpx.AsyncClient, follower: Follower) -> None:
+        snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
+        types = [e.type for e in follower.events]
+        starts = [e.data.get("attempt") for e in follower.events if e.type == "run.started"]
+        self.check(
+            "resumed elsewhere",
+            snap["status"] == "completed" and snap["attempts"] == 2,
+            f"status {snap['status']} after {snap['attempts']} attempts; server-2 went on "
+            f"from the last checkpoint (run.started attempts: {starts})",
+        )
+        sent = outbox_messages(self.folder / "outbox")
+        self.check(
+            "email sent once",
+            len(sent) == 1 and "effect.unknown" in types,
+            f"{len(sent)} message in the outbox; after the crash the ledger found the call "
+            "unfinished and asked the outbox (reconcile) instead of sending again",
+        )
+        seqs = [e.seq for e in follower.events]
+        log = await _whole_log(client, self.run_id)
+        self.check(
+            "nothing lost or repeated",
+            seqs == log and seqs == list(range(1, len(seqs) + 1)),
+            f"{len(seqs)} events over {follower.connections} connections "
+            f"({len(follower.drops)} cut by the server's death), each exactly once, in order",
+        )
+        final = next(
+            (m.get("content") for m in reversed(snap["result"]["messages"]) if m["type"] == "ai"),
+            "",
+        )
+        self.console.print(f"\n  the agent's answer: [italic]{final}[/]")
+
+    def summary(self) -> None:
+        table = Table(title="outlast demo")
+        table.add_column("step")
+        table.add_column("", justify="center")
+        table.add_column("what happened")
+        for step in self.steps:
+            table.add_row(step.name, "[green]✓[/]" if step.ok else "[red]✗[/]", step.detail)
+        self.console.print()
+        self.console.print(table)
+        if self.server is not None and self.run_id:
+            base = self.server.url
+            self.console.print(f"events:   {base}/v1/runs/{self.run_id}/events")
+            self.console.print(f"snapshot: {base}/v1/runs/{self.run_id}")
+        failed = [s.name for s in self.steps if not s.ok]
+        verdict = "[red]FAILED: " + ", ".join(failed) + "[/]" if failed else "[green]all OK[/]"
+        self.console.print(f"result: {verdict} ({len(self.steps)} steps)")
+
+
+def _wait_of(kind: str) -> Any:
+    return lambda e: e.type == "wait.started" and (e.data.get("wait") or {}).get("kind") == kind
+
+
+def _tranche() -> dict[str, Any]:
+    return {"action": "continue", "tranche": TRANCHE}
+
+
+async def _whole_log(client: httpx.AsyncClient, run_id: str) -> list[int]:
+    """The run's log read again from the start, in one go, to compare against."""
+    check = Follower(client, run_id)
+    await check.read()
+    return [e.seq for e in check.events]
+
+
+def choose_port(preferred: int) -> int:
+    return free_port(preferred)

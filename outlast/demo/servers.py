@@ -1,0 +1,104 @@
+"""The demo's servers: real ``outlast serve`` processes on one embedded store.
+
+The demo kills one of them with SIGKILL mid-run (it is armed to die at a named fault
+point) and starts another on the same folder, exactly as an operator would after a
+machine died: the run's only state is what was on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+# Short worker leases, so the second server takes over the dead one's run within
+# seconds (the defaults are 30 s, sized for real deployments).
+FAST_RECOVERY = {
+    "OUTLAST_WORKER_LEASE_TTL": "2",
+    "OUTLAST_WORKER_HEARTBEAT": "0.5",
+    "OUTLAST_REAPER_INTERVAL": "0.5",
+    "OUTLAST_WAKER_INTERVAL": "0.5",
+}
+
+
+def free_port(preferred: int) -> int:
+    for port in (preferred, 0):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            chosen: int = sock.getsockname()[1]
+            return chosen
+    raise OSError("no free port")
+
+
+def write_graphs(folder: Path) -> Path:
+    """The demo serves the reference agent, wherever it is started from."""
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps({"graphs": {"agent": "outlast.graph.agent:make_graph"}}))
+    return path
+
+
+class ServerProcess:
+    def __init__(self, name: str, folder: Path, port: int, faults: str = "") -> None:
+        self.name = name
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = folder / f"{name}.log"
+        env = {
+            **os.environ,
+            **FAST_RECOVERY,
+            "OUTLAST_DATA_DIR": str(folder),
+            "OUTLAST_WORKSPACE_ROOT": str(folder),
+            "OUTLAST_FAULTS": faults,
+        }
+        env.pop("OUTLAST_DATABASE_URL", None)  # the embedded default, always
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "outlast.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(folder),
+                "--config",
+                str(write_graphs(folder)),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited; see {self.log}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not become ready; see {self.log}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

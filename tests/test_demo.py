@@ -1,0 +1,52 @@
+"""``outlast demo`` as a user runs it: a subprocess, its exit code and its summary."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from outlast.demo.scenario import EXPECTED
+from outlast.demo.servers import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    port = str(free_port(0))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OUTLAST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "outlast.cli", "demo", "--data-dir", str(tmp_path), "--port", port],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # anywhere: the demo does not need the repository
+    )
+
+
+def _row(output: str, step: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"│ {step} "))
+
+
+def test_the_demo_shows_every_step(tmp_path: Path) -> None:
+    done = _demo(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for step in EXPECTED:
+        assert "✓" in _row(done.stdout, step), step
+    assert "result: all OK (8 steps)" in done.stdout
+    assert "/events" in done.stdout.split("outlast demo")[-1]  # the run's events URL
+    outbox = list((tmp_path / "demo" / "outbox").glob("*.eml"))
+    assert len(outbox) == 1
+
+
+def test_the_demo_fails_loudly_when_a_step_does_not_happen(tmp_path: Path) -> None:
+    # No key for the model: the run is refused at acceptance, so nothing else can happen.
+    done = _demo(tmp_path, OUTLAST_MODEL="openai:gpt-4o-mini", OPENAI_API_KEY="")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "✗" in _row(done.stdout, "accepted") and "OPENAI_API_KEY" in done.stdout
+    assert "✗" in _row(done.stdout, "email sent once")
+    assert "FAILED" in done.stdout
