@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
 from outlast import __version__
-from outlast.api import problems
+from outlast.api import console, problems
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.runs import router as runs_router
@@ -79,6 +79,7 @@ def create_app(
     app.include_router(runs_router)
     app.include_router(waits_router)
     app.include_router(threads_router)
+    console.install(app)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

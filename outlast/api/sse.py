@@ -29,6 +29,7 @@ from outlast.store.hub import EVENTS, wait_for
 PAGE = 500
 # A lost notification (listener reconnect) delays delivery at most this long.
 SAFETY_REREAD = 5.0
+RETRY_MS = 2000
 
 
 def parse_cursor(last_event_id: str | None, after: str | None) -> int:
@@ -67,6 +68,9 @@ async def stream(
     store: Store, run_id: str, after: int, max_seconds: float
 ) -> AsyncIterator[ServerSentEvent]:
     deadline = time.monotonic() + max_seconds
+    # How long a browser's EventSource waits before it reconnects by itself (with
+    # Last-Event-ID); said once per connection, so clients can show when they try next.
+    yield ServerSentEvent(retry=RETRY_MS)
     with store.hub.watch(EVENTS, run_id) as wake:
         run = await store.get_run(run_id)
         if run is None:

@@ -1,0 +1,232 @@
+"""The web console in a real browser: a run followed, a cut connection, an answer, a cancel,
+a gap. Screenshots of each moment land in ``.artifacts/console/``."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outlast.store import Store
+from tests.browser import CutProxy, chromium, screenshot_path
+from tests.harness import Server, make_settings, post_run, serve, wait_result
+
+pytestmark = pytest.mark.slow
+
+STEPS = {"messages": [{"role": "user", "content": "watch me"}]}
+
+
+@pytest.fixture
+def backend() -> str:
+    """The console is the same on both backends; the embedded default is what a person
+    opens first."""
+    return "sqlite"
+
+
+@pytest.fixture
+async def page(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    executable = chromium()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        page = await context.new_page()
+        errors: list[str] = []  # the page's own JavaScript must never fail
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            yield page
+        finally:
+            await browser.close()
+    assert errors == [], errors
+
+
+@contextlib.asynccontextmanager
+async def console(store: Store, **settings: Any) -> AsyncIterator[tuple[Server, CutProxy]]:
+    async with serve(store, make_settings(**settings)) as srv:
+        proxy = CutProxy(int(srv.url.rsplit(":", 1)[1]))
+        await proxy.start()
+        try:
+            yield srv, proxy
+        finally:
+            await proxy.close()
+
+
+async def shot(page: Any, test: str, moment: str) -> None:
+    await page.screenshot(path=str(screenshot_path(test, moment)), full_page=True)
+
+
+async def timeline_seqs(page: Any) -> list[int]:
+    """Every seq the timeline shows (model output rows stand for several deltas)."""
+    found: list[str] = await page.eval_on_selector_all(
+        "#timeline .ev", "rows => rows.map(r => r.dataset.seqs || r.dataset.seq)"
+    )
+    return [int(s) for item in found for s in item.split(",")]
+
+
+async def conn_state(page: Any) -> str:
+    state: str = await page.get_attribute("#conn", "data-state")
+    return state
+
+
+async def test_a_run_followed_to_completion(store: Store, page: Any) -> None:
+    async with console(store) as (srv, proxy):
+        run = await post_run(
+            srv.client, graph="steps", input=STEPS, config={"configurable": {"step_delay": 0.3}}
+        )
+        await page.goto(f"http://127.0.0.1:{proxy.port}/")
+        row = page.locator(f"tr[data-run='{run['id']}']")
+        await row.wait_for()
+        await shot(page, "followed", "list")
+        await row.locator("a").click()
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        await page.wait_for_selector("#status.completed")
+        await shot(page, "followed", "completed")
+        final = await wait_result(srv.client, run["id"])
+        assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
+        nodes = await page.locator("#timeline .group .node").all_inner_texts()
+        assert [n for n in nodes if n != "run"][:5] == [
+            f"node {name}" for name in ("plan", "gather", "draft", "review", "finish")
+        ]
+        assert "Worked on 'watch me'" in await page.inner_text("#result")
+        assert re.search(r"checkpoints\s*\d+", await page.inner_text("#preserved-body"))
+
+
+async def test_a_cut_connection_reconnects_and_resumes_without_repeats(
+    store: Store, page: Any
+) -> None:
+    async with console(store) as (srv, proxy):
+        run = await post_run(
+            srv.client, graph="steps", input=STEPS, config={"configurable": {"step_delay": 1.5}}
+        )
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
+        await page.wait_for_selector("#timeline .ev[data-type='node.updated']")
+        assert await conn_state(page) == "live"
+        await proxy.cut()
+        await page.wait_for_selector("#conn[data-state='reconnecting']", timeout=10_000)
+        assert "next try in" in await page.inner_text("#conn-text")
+        await shot(page, "cut", "reconnecting")
+        await page.wait_for_timeout(2500)  # the run goes on while the page is cut off
+        await proxy.restore()
+        await page.wait_for_selector("#conn[data-state='resumed']", timeout=15_000)
+        await page.wait_for_function(
+            "document.querySelector('#conn-text').textContent.includes('caught up')"
+        )
+        await shot(page, "cut", "resumed")
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        final = await wait_result(srv.client, run["id"])
+        assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
+        assert await page.locator("#timeline [data-type='resumed']").count() == 1
+        await shot(page, "cut", "ended")
+
+
+async def test_a_human_wait_is_answered_through_the_form(
+    store: Store, page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
+    folders = {"outbox": str(tmp_path / "outbox"), "reports": str(tmp_path / "reports")}
+    async with console(store) as (srv, proxy):
+        run = await post_run(
+            srv.client,
+            graph="agent",
+            input={"messages": [{"role": "user", "content": "Search the notes, ask who gets it"}]},
+            config={"configurable": folders},
+            budget={"tool_calls": {"soft": 5, "hard": 10}},
+        )
+        # The list shows what a waiting run waits on, and for how long; it updates by itself.
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/?status=waiting")
+        row = page.locator(f"tr[data-run='{run['id']}']")
+        await row.wait_for(timeout=20_000)
+        cells = await row.locator("td").all_inner_texts()
+        assert cells[1] == "waiting" and cells[5] == "budget" and cells[6].endswith(" s")
+        assert await page.locator("#filters button.active").inner_text() == "waiting"
+        await shot(page, "answer", "list-waiting")
+        await row.locator("a").click()
+        form = page.locator("#answer-form")
+        # first the budget checkpoint (5 tool calls: search + 3 reads + the question)
+        await form.wait_for(state="visible", timeout=20_000)
+        assert "budget" in await page.inner_text("#wait-body")
+        await form.locator("select[name='action']").select_option(label='"continue"')
+        await form.locator("input[name='tranche']").fill("2")
+        await shot(page, "answer", "budget-form")
+        await form.locator("button[type='submit']").click()
+        # then the question, with a text field from the wait's schema
+        await page.wait_for_function(
+            "document.querySelector('#wait-body').textContent.includes('human')", timeout=20_000
+        )
+        assert "Who should receive the report?" in await page.inner_text("#wait-body")
+        await form.locator("[name='answer']").fill("")
+        await form.locator("button[type='submit']").click()
+        error = page.locator("#action-error")
+        await error.wait_for(state="visible")
+        assert "should be non-empty" in await error.inner_text()  # the API's words, as written
+        await shot(page, "answer", "refused")
+        await form.locator("[name='answer']").fill("bo@example.com")
+        await shot(page, "answer", "human-form")
+        await form.locator("button[type='submit']").click()
+        await page.wait_for_selector("#status.completed", timeout=20_000)
+        await shot(page, "answer", "completed")
+        final = await wait_result(srv.client, run["id"])
+    tools = [m for m in final["result"]["messages"] if m["type"] == "tool"]
+    assert tools[-1]["content"] == "bo@example.com"
+
+
+async def test_cancel_asks_first_and_says_closing_is_not_cancelling(
+    store: Store, page: Any
+) -> None:
+    async with console(store) as (srv, proxy):
+        run = await post_run(
+            srv.client, graph="steps", input=STEPS, config={"configurable": {"step_delay": 2}}
+        )
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
+        await page.wait_for_selector("#status.running")
+        prompts: list[str] = []
+
+        async def decline_then_accept(dialog: Any) -> None:
+            prompts.append(dialog.message)
+            await (dialog.dismiss() if len(prompts) == 1 else dialog.accept())
+
+        page.on("dialog", decline_then_accept)
+        await page.click("#cancel")  # declined: nothing happens
+        await page.wait_for_timeout(300)
+        assert (await srv.client.get(f"/v1/runs/{run['id']}")).json()["status"] == "running"
+        await page.click("#cancel")
+        await page.wait_for_selector("#status.cancelled", timeout=20_000)
+        await page.wait_for_selector("#timeline .ev[data-type='run.cancelled']")
+        await shot(page, "cancel", "cancelled")
+        assert "Closing this page does NOT cancel" in prompts[0]
+        assert await page.is_disabled("#cancel")
+
+
+async def test_a_gap_is_shown_as_a_gap_with_a_fresh_snapshot(store: Store, page: Any) -> None:
+    async with console(store) as (srv, proxy):
+        run = await post_run(
+            srv.client, graph="steps", input=STEPS, config={"configurable": {"step_delay": 0.8}}
+        )
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
+        await page.wait_for_selector("#timeline .ev[data-type='node.updated']")
+        await proxy.cut()
+        seen = max(await timeline_seqs(page))
+        while (snap := (await srv.client.get(f"/v1/runs/{run['id']}")).json())[
+            "last_seq"
+        ] < seen + 3:
+            await page.wait_for_timeout(100)
+        pruned = snap["last_seq"] - 1
+        await store.prune_events(run["id"], pruned)  # retention took what the page missed
+        await proxy.restore()
+        gap = page.locator("#timeline .gap")
+        await gap.wait_for(timeout=15_000)
+        assert f"#{seen + 1}–#{pruned} were pruned" in await gap.inner_text()
+        await page.wait_for_selector("#timeline [data-type='snapshot']")
+        await shot(page, "gap", "gap")
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        final = await wait_result(srv.client, run["id"])
+        shown = await timeline_seqs(page)
+        assert shown == [*range(1, seen + 1), *range(pruned + 1, final["last_seq"] + 1)]
+        await shot(page, "gap", "ended")
