@@ -22,16 +22,20 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/outlast demo --serve
 
+# Most tests wait on processes and sockets, so three at a time fit two cores; the tests
+# that take the database away from everyone (marked serial) run alone, afterwards.
 test: $(STAMP) lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 3 -m "not serial"
+	$(BIN)/pytest -q -m serial
 
 lint: $(STAMP)
 	$(BIN)/ruff check outlast tests bench examples
 	$(BIN)/ruff format --check outlast tests bench examples
 	$(BIN)/mypy
 
+# The benchmark suite (about 10 minutes; bench/README.md): results in bench/results/suite.*
 bench: $(STAMP)
-	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/suite.py
 	$(BIN)/python bench/supervisor_eval.py
 
 clean:

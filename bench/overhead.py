@@ -13,42 +13,34 @@ All figures come from one run on one machine and database, so they compare side 
 block: the server works on for a few ms after answering, which must not land in (a).
 Every figure is a median: latencies have a long right tail (GC, fsync, scheduling) that
 drags a mean but barely moves a median; p90 is reported beside it.
+
+The pieces (the direct runner, the outlast run, the alternating latency loop, the
+throughput loop) are imported by the suite (``suite.py``) for its overhead and throughput
+figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
-import os
-import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from importlib.metadata import version
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import psycopg
+from benchkit import ADMIN_URL, RESULTS, Outlast, machine, now_iso, temp_database
 from graphs import TenState, build  # bench/ is sys.path[0] when run as a script
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"
 INPUT: TenState = {"steps": []}
 BLOCK = 10  # latency samples alternate between (a) and (b) in blocks of this many
 
@@ -57,7 +49,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument(
         "--database-url",
-        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        default=ADMIN_URL,
         help="admin connection; a fresh database is created next to it and dropped",
     )
     p.add_argument("--runs", type=int, default=200, help="runs per throughput repetition")
@@ -76,85 +68,41 @@ def summary(ms: list[float]) -> dict[str, float]:
     }
 
 
-async def admin(url: str, statement: sql.Composed) -> None:
-    async with await psycopg.AsyncConnection.connect(
-        url, autocommit=True, connect_timeout=5
-    ) as conn:
-        await conn.execute(statement)
-
-
-class Server:
-    """``outlast serve`` as a subprocess; stderr goes to a file shown if it fails."""
-
-    def __init__(self, db_url: str, concurrency: int) -> None:
-        with socket.socket() as s:  # a free port
-            s.bind(("127.0.0.1", 0))
-            self.base = f"http://127.0.0.1:{s.getsockname()[1]}"
-        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in stop()
-        exe = Path(sys.executable).with_name("outlast")
-        cmd = [
-            str(exe),
-            "serve",
-            "--database-url",
-            db_url,
-            "--config",
-            str(BENCH / "langgraph.json"),
-            "--port",
-            self.base.rsplit(":", 1)[1],
-            "--log-level",
-            "warning",
-            "--concurrency",
-            str(concurrency),
-        ]
-        env = {**os.environ, "OUTLAST_POOL_MAX_SIZE": "20"}
-        # Own session: Ctrl-C reaches only this script, which then stops the server itself.
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=BENCH,
-            start_new_session=True,
-        )
-
-    def tail(self) -> str:
-        self.log.seek(0)
-        return "".join(self.log.readlines()[-30:])
-
-    async def ready(self, client: httpx.AsyncClient, limit: float = 60.0) -> None:
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"outlast serve exited ({self.proc.returncode}):\n{self.tail()}")
-            try:
-                if (await client.get(f"{self.base}/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-        raise SystemExit(f"outlast serve not ready after {limit:.0f}s:\n{self.tail()}")
-
-    def stop(self, grace: float = 15.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                print(f"outlast serve ignored SIGTERM for {grace:.0f}s; killing it")
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.returncode not in (0, -signal.SIGTERM):
-            print(f"outlast serve exited {self.proc.returncode}:\n{self.tail()}")
-        self.log.close()
-
-
-async def outlast_run(client: httpx.AsyncClient, base: str) -> str:
-    r = await client.post(f"{base}/v1/runs", json={"graph": "ten", "input": INPUT})
+async def outlast_run(client: httpx.AsyncClient, base: str, graph: str = "ten") -> str:
+    """One run end to end: ``POST /v1/runs``, then ``result?wait`` until it is terminal."""
+    r = await client.post(f"{base}/v1/runs", json={"graph": graph, "input": INPUT})
     while r.status_code == 202:  # accepted, or not finished within wait=30
         r = await client.get(f"{base}/v1/runs/{r.json()['id']}/result", params={"wait": 30})
     if r.status_code != 200:
         raise RuntimeError(f"{r.request.method} {r.request.url} answered {r.status_code}: {r.text}")
     return str(r.json()["status"])
+
+
+@contextlib.asynccontextmanager
+async def direct_runner(db_url: str, pool_size: int) -> AsyncIterator[Callable[[], Awaitable[str]]]:
+    """Plain LangGraph on the same database: the 10-node graph compiled with
+    ``AsyncPostgresSaver`` over a psycopg pool, a new thread per run, durability ``sync``
+    (what outlast uses). Open it after an outlast server migrated the database."""
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        db_url,
+        kwargs={"autocommit": True, "row_factory": dict_row},
+        max_size=max(10, pool_size),
+        open=False,
+    )
+    await pool.open(wait=True)
+    try:
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        await saver.setup()  # a no-op once outlast migrated
+        graph = build().compile(checkpointer=saver)
+
+        async def direct() -> str:
+            cfg: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
+            out = await graph.ainvoke(INPUT, cfg, durability="sync")
+            return "completed" if len(out["steps"]) == 10 else f"bad result {out}"
+
+        yield direct
+    finally:
+        await pool.close()
 
 
 async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
@@ -163,7 +111,28 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+async def alternate(
+    direct: Callable[[], Awaitable[str]],
+    served: Callable[[], Awaitable[str]],
+    samples: int,
+    warmup: int,
+) -> tuple[list[float], list[float]]:
+    """Latency of (a) and (b), one run at a time, alternating in blocks of ``BLOCK``."""
+    for fn in (direct, served):
+        for _ in range(warmup):
+            await fn()
+    direct_ms: list[float] = []
+    outlast_ms: list[float] = []
+    for done in range(0, samples, BLOCK):
+        n = min(BLOCK, samples - done)
+        direct_ms += [await timed(direct) for _ in range(n)]
+        outlast_ms += [await timed(served) for _ in range(n)]
+        await asyncio.sleep(0.2)  # the server's after-run work must not land in (a)
+    return direct_ms, outlast_ms
+
+
 async def throughput(fn: Callable[[], Awaitable[str]], runs: int, inflight: int) -> float:
+    """``runs`` runs, at most ``inflight`` at a time: completed runs per second of wall time."""
     gate = asyncio.Semaphore(inflight)
 
     async def one() -> str:
@@ -180,38 +149,16 @@ async def throughput(fn: Callable[[], Awaitable[str]], runs: int, inflight: int)
 
 
 async def measure(args: argparse.Namespace, db_url: str) -> dict[str, Any]:
-    server = Server(db_url, args.inflight)
-    pool = AsyncConnectionPool(
-        db_url,
-        kwargs={"autocommit": True, "row_factory": dict_row},
-        max_size=max(10, args.inflight),
-        open=False,
-    )
+    server = Outlast(db_url, concurrency=args.inflight)
     try:
-        async with httpx.AsyncClient(timeout=60.0) as client:
-            await server.ready(client)  # the server migrates first; setup() is then a no-op
-            await pool.open(wait=True)
-            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-            await saver.setup()
-            graph = build().compile(checkpointer=saver)
-
-            async def direct() -> str:
-                cfg: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
-                out = await graph.ainvoke(INPUT, cfg, durability="sync")
-                return "completed" if len(out["steps"]) == 10 else f"bad result {out}"
-
+        await server.ready()  # the server migrates first
+        async with (
+            httpx.AsyncClient(timeout=60.0) as client,
+            direct_runner(db_url, args.inflight) as direct,
+        ):
             served = functools.partial(outlast_run, client, server.base)
             print(f"latency: {args.warmup} warm-up + {args.samples} samples each, in blocks")
-            for fn in (direct, served):
-                for _ in range(args.warmup):
-                    await fn()
-            direct_ms: list[float] = []
-            outlast_ms: list[float] = []
-            for done in range(0, args.samples, BLOCK):
-                n = min(BLOCK, args.samples - done)
-                direct_ms += [await timed(direct) for _ in range(n)]
-                outlast_ms += [await timed(served) for _ in range(n)]
-                await asyncio.sleep(0.2)  # the server's after-run work must not land in (a)
+            direct_ms, outlast_ms = await alternate(direct, served, args.samples, args.warmup)
             rates, direct_rates = [], []
             for i in range(args.repeat):
                 rates.append(await throughput(served, args.runs, args.inflight))
@@ -222,7 +169,6 @@ async def measure(args: argparse.Namespace, db_url: str) -> dict[str, Any]:
                 )
     finally:
         server.stop()
-        await pool.close()
     a, b = summary(direct_ms), summary(outlast_ms)
     return {
         "direct": a,
@@ -282,34 +228,12 @@ def markdown(r: dict[str, Any]) -> str:
 
 async def main() -> None:
     args = parse_args()
-    dbname = f"outlast_bench_{uuid.uuid4().hex[:8]}"
-    try:
-        await admin(args.database_url, sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-    except psycopg.OperationalError as exc:
-        raise SystemExit(
-            f"error: Postgres is not reachable at {args.database_url}:\n  {exc}"
-            "\nStart it or pass --database-url."
-        ) from None
-    print(f"database {dbname} created")
-    bench_url = urlunsplit(urlsplit(args.database_url)._replace(path=f"/{dbname}"))
-    try:
+    async with temp_database(args.database_url) as bench_url:
         results = await measure(args, bench_url)
-    finally:
-        await admin(
-            args.database_url,
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)),
-        )
-        print(f"database {dbname} dropped")
     results |= {
         "config": {k: v for k, v in vars(args).items() if k != "database_url"},
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "langgraph": version("langgraph"),
-            "outlast": version("outlast"),
-        },
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "date": now_iso(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "overhead.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from outlast import __version__
+from outlast import __version__, logs
 from outlast.config import Settings
 
 console = Console(stderr=True)
@@ -41,6 +40,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="json: one object per line with run_id, thread_id, trace_id (OUTLAST_LOG_FORMAT)",
     )
 
 
@@ -65,14 +69,33 @@ def _describe(settings: Settings) -> str:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
     from outlast.api.app import create_app
 
-    settings = _settings(args, "host", "port", "worker_concurrency")
+    settings = _settings(args, "host", "port", "worker_concurrency", "insecure_no_auth")
+    from outlast.api.auth import KeyRing
+
+    keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
+    loopback = settings.host in ("127.0.0.1", "::1", "localhost")
+    if not keys.enabled and not loopback and not settings.insecure_no_auth:
+        console.print(
+            f"[red]refusing to listen on {settings.host} without API keys[/]: anyone who can "
+            "reach it could read and steer every run. Set OUTLAST_API_KEYS or "
+            "OUTLAST_API_KEYS_FILE (see `outlast key new`), or pass --insecure-no-auth."
+        )
+        return 2
     app = create_app(settings, with_worker=not args.no_worker)
     base = f"http://{settings.host}:{settings.port}"
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {_describe(settings)}")
+    if keys.enabled:
+        console.print(f"  auth:  API keys for {len(set(keys.principals.values()))} principal(s)")
+    else:
+        console.print(
+            "  auth:  [yellow]none[/] (no API keys"
+            + (": loopback only)" if loopback else "; --insecure-no-auth)")
+        )
     console.print(
         f"  worker: {'none (--no-worker)' if args.no_worker else 'in-process'}   docs: {base}/docs"
     )
@@ -87,6 +110,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=args.log_level,
         timeout_graceful_shutdown=5,
+        # uvicorn's own config would give its loggers text handlers; JSON goes through root.
+        log_config=None if args.log_format == "json" else LOGGING_CONFIG,
     )
     uvicorn.Server(config).run()
     return 0
@@ -147,6 +172,26 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_key_new(args: argparse.Namespace) -> int:
+    """Print a new key once; only its digest is written to the keys file."""
+    import json
+    import secrets
+
+    from outlast.api.auth import digest
+
+    key = f"olk_{secrets.token_urlsafe(32)}"
+    entry = {"principal": args.principal, "sha256": digest(key)}
+    if args.file is not None:
+        data = json.loads(args.file.read_text()) if args.file.exists() else {"keys": []}
+        data["keys"].append(entry)
+        args.file.write_text(json.dumps(data, indent=2) + "\n")
+        console.print(f"added {args.principal} to {args.file} (OUTLAST_API_KEYS_FILE)")
+    else:
+        console.print(json.dumps(entry))
+    print(key)  # stdout: the only place the key ever appears
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="outlast", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"outlast {__version__}")
@@ -157,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--concurrency", dest="worker_concurrency", type=int)
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        default=None,
+        help="listen beyond loopback without API keys (a trusted network only)",
+    )
     serve.add_argument(
         "--no-worker",
         action="store_true",
@@ -173,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(migrate)
     migrate.set_defaults(func=cmd_migrate)
 
+    key = sub.add_parser("key", help="API keys: make one for a principal")
+    key_sub = key.add_subparsers(dest="key_command", required=True)
+    new_key = key_sub.add_parser("new", help="a new key; its digest goes into the keys file")
+    new_key.add_argument("--principal", required=True)
+    new_key.add_argument("--file", type=Path, help="keys file to add the digest to")
+    new_key.set_defaults(func=cmd_key_new)
+
     from outlast.client.parser import add_commands
     from outlast.demo.command import add_command as add_demo
 
@@ -184,10 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # The client commands have no --log-level: their output is the display, not a log.
-    logging.basicConfig(
-        level=getattr(logging, getattr(args, "log_level", "warning").upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if hasattr(args, "log_format"):
+        args.log_format = args.log_format or Settings().log_format
+    logs.setup(getattr(args, "log_level", "warning"), getattr(args, "log_format", "text"))
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

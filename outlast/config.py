@@ -27,9 +27,17 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="json: one object per line, with run_id, thread_id, trace_id"
+    )
 
     # Worker lease: detects dead workers, not slow operations.
     worker_concurrency: int = Field(default=10, ge=1)
+    claim_batch: int = Field(
+        default=2,
+        ge=1,
+        description="runs taken per claim: small, so workers woken together share a burst",
+    )
     worker_lease_ttl: float = Field(default=30.0, gt=0)
     worker_heartbeat: float = Field(default=10.0, gt=0)
     reaper_interval: float = Field(default=5.0, gt=0)
@@ -86,6 +94,23 @@ class Settings(BaseSettings):
     retention_interval: float = Field(default=60.0, gt=0)
 
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
+
+    # Principals and limits (issue 8). Keys: "principal:key" pairs, or a file of digests.
+    api_keys: str | None = Field(default=None, repr=False)
+    api_keys_file: Path | None = None
+    insecure_no_auth: bool = Field(
+        default=False, description="allow listening beyond loopback without API keys"
+    )
+    max_input_bytes: int = Field(default=256_000, ge=64)
+    max_answer_bytes: int = Field(default=64_000, ge=64)
+    max_event_bytes: int = Field(
+        default=256_000, ge=1024, description="larger event payloads are stored truncated"
+    )
+    max_runs_in_flight: int = Field(default=1000, ge=0, description="per principal; 0 = none")
+    max_streams: int = Field(default=100, ge=1, description="open SSE streams per principal")
+    rate_limit: float = Field(
+        default=200.0, ge=0, description="requests per second per principal; 0 = none"
+    )
     result_wait_max: float = Field(default=60.0, gt=0)
     pool_min_size: int = Field(default=1, ge=1)
     pool_max_size: int = Field(default=10, ge=1)

@@ -59,14 +59,15 @@ TABLES = (
 )
 
 
-async def open_pg(url: str) -> PostgresStore:
+async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
     store = PostgresStore(url, max_size=20)
     await store.open()
     if url not in _migrated:
         await store.migrate()
         _migrated.add(url)
-    async with store.pool.connection() as conn:
-        await conn.execute(f"TRUNCATE {TABLES}")
+    if truncate:
+        async with store.pool.connection() as conn:
+            await conn.execute(f"TRUNCATE {TABLES}")
     return store
 
 

@@ -96,7 +96,9 @@ def assert_exact_log(events: list[Event]) -> None:
     assert sum(e.terminal for e in events) == 1 and events[-1].terminal
 
 
-def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    db_url: str, log: Path, *flags: str, **env: str
+) -> tuple[subprocess.Popen[bytes], str]:
     """`outlast serve` on a free port; returns once /readyz answers."""
     import socket
     import time
@@ -105,7 +107,7 @@ def start_server(db_url: str, log: Path, **env: str) -> tuple[subprocess.Popen[b
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = _spawn(["serve", "--port", str(port)], db_url, log, env)
+    proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

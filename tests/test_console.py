@@ -230,3 +230,27 @@ async def test_a_gap_is_shown_as_a_gap_with_a_fresh_snapshot(store: Store, page:
         shown = await timeline_seqs(page)
         assert shown == [*range(1, seen + 1), *range(pruned + 1, final["last_seq"] + 1)]
         await shot(page, "gap", "ended")
+
+
+async def test_the_console_works_with_api_keys(store: Store, page: Any) -> None:
+    key = "console-key-0123456789"
+    async with console(store, api_keys=f"ops:{key}") as (srv, proxy):
+        headers = {"Authorization": f"Bearer {key}"}
+        run = (
+            await srv.client.post(
+                "/v1/runs", json={"graph": "steps", "input": STEPS}, headers=headers
+            )
+        ).json()
+        await page.goto(f"http://127.0.0.1:{proxy.port}/")
+        await page.wait_for_function(
+            "document.querySelector('#conn-text').textContent.includes('needs an API key')"
+        )
+        await shot(page, "keys", "asks-for-key")
+        await page.fill("#api-key", key)
+        await page.press("#api-key", "Enter")
+        await page.dispatch_event("#api-key", "change")
+        await page.locator(f"tr[data-run='{run['id']}'] a").click()
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        final = (await srv.client.get(f"/v1/runs/{run['id']}", headers=headers)).json()
+        assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
+        await shot(page, "keys", "followed")

@@ -110,7 +110,7 @@ async def test_a_frozen_worker_is_fenced_after_takeover(
     if backend == "postgres":
         # the thread's checkpoints were not forked by the zombie
         from outlast.graph.registry import GraphRegistry
-        from outlast.runtime.execution import run_config
+        from outlast.runtime.outcomes import run_config
         from tests.harness import GRAPHS as GRAPHS_FILE
 
         graph = GraphRegistry.from_config(GRAPHS_FILE).for_run("counted", store.checkpointer())

@@ -16,8 +16,10 @@ from starlette.types import ASGIApp
 
 from outlast import __version__
 from outlast.api import console, problems
+from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
+from outlast.api.metrics_route import router as metrics_router
 from outlast.api.runs import router as runs_router
 from outlast.api.threads import router as threads_router
 from outlast.api.waits import router as waits_router
@@ -31,10 +33,15 @@ log = logging.getLogger(__name__)
 
 
 class OutlastAPI(FastAPI):
-    """FastAPI with the body-limit problem layer outside everything else."""
+    """FastAPI with the body-limit problem layer outside everything else, then the
+    principal: a request is sized and authenticated before anything reads it."""
+
+    keys: KeyRing = KeyRing()
+    limiter: RateLimiter = RateLimiter(0)
 
     def build_middleware_stack(self) -> ASGIApp:
-        return BodyLimitProblems(super().build_middleware_stack(), self.max_body_size or 0)
+        inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter)
+        return BodyLimitProblems(inner, self.max_body_size or 0)
 
 
 def create_app(
@@ -75,10 +82,13 @@ def create_app(
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
     )
+    app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
+    app.limiter = RateLimiter(settings.rate_limit)
     problems.install(app)
     app.include_router(runs_router)
     app.include_router(waits_router)
     app.include_router(threads_router)
+    app.include_router(metrics_router)
     console.install(app)
 
     @app.get("/healthz", tags=["health"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
@@ -16,3 +16,7 @@ class AppContext:
     registry: GraphRegistry
     settings: Settings
     worker: Worker | None
+    # Who is calling (set per request from the API key; "" without keys).
+    principal: str = ""
+    # Open event streams per principal, in this process (the SSE connection limit).
+    streams: dict[str, int] = field(default_factory=dict)

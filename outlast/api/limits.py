@@ -44,7 +44,12 @@ class BodyLimitProblems:
 
         async def send_or_replace(message: Message) -> None:
             nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 413:
+            if (
+                message["type"] == "http.response.start"
+                and message["status"] == 413
+                and (b"content-type", b"application/problem+json") not in message["headers"]
+            ):
+                # FastAPI's own 413 (the body limit); a problem from a route stays as is.
                 replaced = True
                 await self._refuse(send)
                 return

@@ -60,9 +60,18 @@ def _location(loc: tuple[Any, ...] | list[Any]) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(OutlastError)
     async def outlast_error(_: Request, exc: OutlastError) -> JSONResponse:
-        headers = {"Retry-After": "1"} if exc.retryable else None
+        # A limit names itself ("limit") and says when to come back (Retry-After).
+        retry_after = getattr(exc, "retry_after", 1)
+        headers = {"Retry-After": str(retry_after)} if exc.retryable else None
+        limit = getattr(exc, "limit", None)
+        extra = {"limit": limit} if limit else {}
         return problem(
-            exc.status, str(exc), title=exc.title, retryable=exc.retryable, headers=headers
+            exc.status,
+            str(exc),
+            title=exc.title,
+            retryable=exc.retryable,
+            headers=headers,
+            **extra,
         )
 
     @app.exception_handler(RequestValidationError)
@@ -82,7 +91,10 @@ def install(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "")
         if exc.status_code == 404 and detail == "Not Found":
             detail = "no such resource"
-        return problem(exc.status_code, detail, headers=dict(exc.headers or {}) or None)
+        extra: dict[str, Any] = {}
+        if exc.status_code == 413:  # FastAPI's body limit, met while the body streamed in
+            extra["limit"] = "max_body_bytes"
+        return problem(exc.status_code, detail, headers=dict(exc.headers or {}) or None, **extra)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
+import dataclasses
+import json
 import re
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from outlast.api.context import AppContext
-from outlast.api.schemas import CancelRequest, RunCreate, RunPage, RunSnapshot, Status
+from outlast.api.schemas import _ID, CancelRequest, RunCreate, RunPage, RunSnapshot, Status
 from outlast.api.sse import parse_cursor, stream
 from outlast.errors import InvalidCursor, OutlastError, RunNotFound
 from outlast.runtime.accept import RunRequest, new_run
@@ -32,8 +38,39 @@ class BadHeader(OutlastError):
 
 
 def ctx_of(request: Request) -> AppContext:
+    """The app's context, seen by this request's principal."""
     ctx: AppContext = request.app.state.ctx
-    return ctx
+    return dataclasses.replace(ctx, principal=getattr(request.state, "principal", ""))
+
+
+class LimitReached(OutlastError):
+    """A per-principal limit; retrying after ``Retry-After`` may succeed."""
+
+    retryable = True
+    status = 429
+    title = "Limit reached"
+
+    def __init__(self, detail: str, limit: str, retry_after: int = 5) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.retry_after = retry_after
+
+
+class TooLarge(OutlastError):
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, detail: str, limit: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+
+
+def check_size(value: Any, max_bytes: int, what: str, limit: str) -> None:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > max_bytes:
+        raise TooLarge(
+            f"{what} is {size} bytes; the limit is {max_bytes} (OUTLAST_{limit.upper()})", limit
+        )
 
 
 def location(run_id: str) -> dict[str, str]:
@@ -53,7 +90,8 @@ async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
     except ValueError:
         raise RunNotFound(f"no run {run_id!r}") from None
     run = await ctx.store.get_run(run_id)
-    if run is None:
+    if run is None or run.principal != ctx.principal:
+        # Another principal's run does not exist, as far as this caller can tell.
         raise RunNotFound(f"no run {run_id!r}")
     return run
 
@@ -71,15 +109,42 @@ async def create_run(
     concurrent retries); the same key with another body is refused with ``422``.
     """
     ctx = ctx_of(request)
+    key = checked_key(idempotency_key)
     new = new_run(
         run_request(ctx, body, body.graph, body.thread_id),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,
-        idempotency_key=checked_key(idempotency_key),
+        idempotency_key=key,
+        principal=ctx.principal,
     )
+    await admit(ctx, new.thread_id if body.thread_id else None, key)
     run, created = await ctx.store.create_run(new)
     accepted(response, run, created)
     return RunSnapshot.of(run)
+
+
+async def admit(ctx: AppContext, thread_id: str | None, key: str | None) -> None:
+    """Refuse a new run the principal may not start: on another principal's thread, or
+    past its runs in flight. A retried request (same idempotency key) is let through, so
+    it gets its run back even at the limit."""
+    if thread_id is not None:
+        latest = await ctx.store.latest_run(thread_id)
+        if latest is not None and latest.principal != ctx.principal:
+            raise ThreadUnavailable(f"thread_id {thread_id!r} cannot be used; choose another")
+    cap = ctx.settings.max_runs_in_flight
+    if cap and await ctx.store.count_active(ctx.principal) >= cap:
+        if key is not None and await ctx.store.get_run_by_key(ctx.principal, key) is not None:
+            return
+        raise LimitReached(
+            f"{cap} runs in flight (queued or running) already; wait for some to finish "
+            "(OUTLAST_MAX_RUNS_IN_FLIGHT)",
+            "max_runs_in_flight",
+        )
+
+
+class ThreadUnavailable(OutlastError):
+    status = 422
+    title = "Thread unavailable"
 
 
 def checked_key(key: str | None) -> str | None:
@@ -94,6 +159,7 @@ def run_request(
     """The request as the runtime takes it: the budget resolved against the defaults and
     bounded by the operator's caps, and the model (for graphs that call one) resolved
     and checked."""
+    check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
     budget = resolve_budget(body.budget, ctx.settings.budget_defaults, ctx.settings.budget_caps)
     name = graph or (ctx.registry.names[0] if ctx.registry.names else None)
     model = None
@@ -131,9 +197,11 @@ def _encode_cursor(pos: int) -> str:
 def _decode_cursor(raw: str) -> ListCursor:
     try:
         text = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
-        if not text.startswith("p") or not text[1:].isdigit():
+        pos = text[1:]
+        # Bounded, so a forged cursor is refused here, not by the database (integer overflow).
+        if not (text.startswith("p") and pos.isascii() and pos.isdigit() and len(pos) < 19):
             raise ValueError(text)
-        return ListCursor(int(text[1:]))
+        return ListCursor(int(pos))
     except ValueError:
         raise InvalidCursor("cursor is not one this server returned") from None
 
@@ -141,7 +209,7 @@ def _decode_cursor(raw: str) -> ListCursor:
 @router.get("/runs", response_model=RunPage)
 async def list_runs(
     request: Request,
-    thread_id: Annotated[str | None, Query(max_length=200)] = None,
+    thread_id: Annotated[str | None, Query(pattern=_ID)] = None,
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=100)] = None,
@@ -149,6 +217,7 @@ async def list_runs(
     """Runs, newest first; follow ``next_cursor`` for older ones."""
     ctx = ctx_of(request)
     runs = await ctx.store.list_runs(
+        principal=ctx.principal,
         thread_id=thread_id,
         status=RunStatus(status) if status else None,
         limit=limit + 1,
@@ -179,12 +248,53 @@ async def run_events(
     ctx = ctx_of(request)
     cursor = parse_cursor(last_event_id, after)
     await get_run_or_404(ctx, run_id)
+    shutdown = anyio.Event()
     return EventSourceResponse(
-        stream(ctx.store, run_id, cursor, ctx.settings.stream_max_seconds),
+        counted(ctx, stream(ctx.store, run_id, cursor, ctx.settings.stream_max_seconds), shutdown),
+        shutdown_event=shutdown,
+        shutdown_grace_period=1.0,
         ping=ctx.settings.stream_keepalive,
         send_timeout=30,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def counted(ctx: AppContext, events: AsyncIterator[ServerSentEvent], shutdown: anyio.Event) -> Any:
+    """Hold one of the principal's stream slots while ``events`` is being sent, and end
+    the stream cleanly when the server shuts down (the client got a ``retry:`` hint and
+    reconnects, to this server's successor or another). Checked before the response
+    starts, so a refusal is an ordinary 429, not a broken stream."""
+    open_now = ctx.streams.get(ctx.principal, 0)
+    if open_now >= ctx.settings.max_streams:
+        raise LimitReached(
+            f"{open_now} event streams open already (OUTLAST_MAX_STREAMS); close one",
+            "max_streams",
+            retry_after=2,
+        )
+    ctx.streams[ctx.principal] = open_now + 1
+
+    async def held() -> AsyncIterator[ServerSentEvent]:
+        stop = asyncio.ensure_future(shutdown.wait())
+        try:
+            while True:
+                following = asyncio.ensure_future(anext(events))
+                await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():
+                    following.cancel()
+                    return  # shutting down: a clean end of the stream
+                try:
+                    yield following.result()
+                except StopAsyncIteration:
+                    return
+        finally:
+            stop.cancel()
+            ctx.streams[ctx.principal] -= 1
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+
+    return held()
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202, response_model=RunSnapshot)

@@ -20,12 +20,17 @@ Status = Literal["queued", "running", "waiting", "cancelling", "completed", "fai
 
 def _check_storable(value: Any, depth: int = 0) -> None:
     """Refuse what JSON parsers accept but a database cannot store faithfully: NUL
-    characters (Postgres text and jsonb reject them), NaN and infinities, absurd depth."""
+    characters (Postgres text and jsonb reject them), lone surrogates (``"\\ud800"`` parses,
+    but is not Unicode and cannot be encoded), NaN and infinities, absurd depth."""
     if depth > 64:
         raise ValueError("nested deeper than 64 levels")
     if isinstance(value, str):
         if "\x00" in value:
             raise ValueError("strings must not contain NUL (\\u0000) characters")
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError("strings must be valid Unicode (no lone surrogates)") from None
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError("numbers must be finite (no NaN or Infinity)")
@@ -76,11 +81,22 @@ class RunCreate(BaseModel):
             raise ValueError("config.configurable must be an object")
         if isinstance(configurable, dict) and "thread_id" in configurable:
             raise ValueError("set thread_id at the top level of the request, not in config")
-        limit = value.get("recursion_limit")
-        if limit is not None and (
-            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        # LangGraph takes these as they come: a wrong type fails the run in the worker.
+        for name in ("recursion_limit", "max_concurrency"):
+            number = value.get(name)
+            if number is not None and (
+                not isinstance(number, int) or isinstance(number, bool) or number < 1
+            ):
+                raise ValueError(f"config.{name} must be a positive integer")
+        tags = value.get("tags")
+        if tags is not None and not (
+            isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)
         ):
-            raise ValueError("config.recursion_limit must be a positive integer")
+            raise ValueError("config.tags must be a list of strings")
+        if value.get("metadata") is not None and not isinstance(value["metadata"], dict):
+            raise ValueError("config.metadata must be an object")
+        if value.get("run_name") is not None and not isinstance(value["run_name"], str):
+            raise ValueError("config.run_name must be a string")
         return value
 
 
@@ -88,6 +104,12 @@ class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(default="cancelled by request", max_length=500)
+
+    @field_validator("reason")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        _check_storable(value)
+        return value
 
 
 class Lease(BaseModel):

@@ -13,16 +13,18 @@ retained events. It never pretends the log is continuous.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from sse_starlette import ServerSentEvent
 
 from outlast.api.schemas import RunSnapshot
 from outlast.errors import InvalidCursor
+from outlast.runtime import metrics
 from outlast.store import Event, Store
 from outlast.store.hub import EVENTS, wait_for
 
@@ -67,6 +69,21 @@ def wire(event: Event) -> ServerSentEvent:
 async def stream(
     store: Store, run_id: str, after: int, max_seconds: float
 ) -> AsyncIterator[ServerSentEvent]:
+    # The gauge must come down however the stream ends: its end, an error, or the client
+    # going away (the generator is then cancelled or closed); aclosing closes the inner one
+    # at once rather than whenever it is collected.
+    metrics.SSE_CLIENTS.inc()
+    try:
+        async with contextlib.aclosing(_stream(store, run_id, after, max_seconds)) as events:
+            async for item in events:
+                yield item
+    finally:
+        metrics.SSE_CLIENTS.dec()
+
+
+async def _stream(
+    store: Store, run_id: str, after: int, max_seconds: float
+) -> AsyncGenerator[ServerSentEvent, None]:
     deadline = time.monotonic() + max_seconds
     # How long a browser's EventSource waits before it reconnects by itself (with
     # Last-Event-ID); said once per connection, so clients can show when they try next.
@@ -76,6 +93,7 @@ async def stream(
         if run is None:
             return
         cursor = after
+        connected_at = run.last_seq  # events up to here are replay, later ones live
         if run.terminal and cursor >= run.last_seq:
             return
         first = await store.first_retained_seq(run_id)
@@ -93,6 +111,7 @@ async def stream(
             yield ServerSentEvent(
                 data=_envelope(resume_at, "gap", now, run_id, gap), event="gap", id=str(resume_at)
             )
+            metrics.SSE_GAPS.inc()
             waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
             snap = RunSnapshot.of(run, waits).model_dump(mode="json")
             yield ServerSentEvent(
@@ -106,6 +125,8 @@ async def stream(
             events = await store.read_events(run_id, cursor, PAGE)
             for event in events:
                 yield wire(event)
+                if event.seq <= connected_at:
+                    metrics.SSE_REPLAYED.inc()
                 cursor = event.seq
                 if event.terminal:
                     return

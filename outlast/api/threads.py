@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
-from outlast.api.runs import accepted, checked_key, ctx_of, run_request, snapshot
+from outlast.api.runs import accepted, admit, checked_key, ctx_of, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
@@ -40,12 +40,16 @@ async def create_thread_run(
         raise BadThreadRequest("thread_id in the body differs from the one in the path")
     key = checked_key(idempotency_key)
     latest = await ctx.store.latest_run(thread_id)
+    if latest is not None and latest.principal != ctx.principal:
+        latest = None  # another principal's thread: refused by admit(), never described
     new = new_run(
         run_request(ctx, body, body.graph or (latest.graph if latest else None), thread_id),
         graphs=ctx.registry.names,
         max_attempts=ctx.settings.max_attempts,
         idempotency_key=key,
+        principal=ctx.principal,
     )
+    await admit(ctx, thread_id, key)
     run, created = await ctx.store.create_thread_run(new, if_busy=body.if_busy)
     accepted(response, run, created)
     return await snapshot(ctx, run)
@@ -54,7 +58,7 @@ async def create_thread_run(
 async def _graph_for(request: Request, thread_id: str) -> tuple[Any, dict[str, Any], Any]:
     ctx = ctx_of(request)
     latest = await ctx.store.latest_run(thread_id)
-    if latest is None:
+    if latest is None or latest.principal != ctx.principal:
         raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
     graph = ctx.registry.for_run(latest.graph, ctx.store.checkpointer())
     return graph, {"configurable": {"thread_id": thread_id}}, latest
@@ -90,7 +94,9 @@ async def thread_history(
     request: Request,
     thread_id: ThreadId,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    before: Annotated[str | None, Query(max_length=100, description="a checkpoint_id")] = None,
+    before: Annotated[
+        str | None, Query(pattern=r"^[A-Za-z0-9_.:\-]{1,100}$", description="a checkpoint_id")
+    ] = None,
 ) -> dict[str, Any]:
     """Checkpoints, newest first; pass ``next_cursor`` as ``before`` for older ones."""
     graph, config, _ = await _graph_for(request, thread_id)

@@ -7,16 +7,25 @@ and the others get ``409``.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
 import jsonschema
 from fastapi import APIRouter, Header, Path, Request, Response
 
 from outlast.api.context import AppContext
-from outlast.api.runs import checked_key, ctx_of, get_run_or_404, location, snapshot
+from outlast.api.runs import (
+    check_size,
+    checked_key,
+    ctx_of,
+    get_run_or_404,
+    location,
+    snapshot,
+)
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["waits"])
 
 # Waits that a client answers; the others end by themselves or by a signal.
@@ -38,6 +47,11 @@ def _validate(schema: dict[str, Any] | None, value: Any) -> None:
         raise InvalidAnswer(f"{where}: {exc.message}") from None
     except jsonschema.SchemaError as exc:  # the graph declared an invalid schema
         raise InvalidAnswer(f"the wait's schema is invalid: {exc.message}") from None
+    except OverflowError:  # a huge integer against a fractional multipleOf
+        raise InvalidAnswer("value: number too large to check against the schema") from None
+    except Exception as exc:  # a schema that cannot be applied: a circular or unresolvable $ref
+        log.warning("a wait's schema cannot be applied: %r", exc)
+        raise InvalidAnswer(f"the wait's schema cannot be applied ({type(exc).__name__})") from None
 
 
 @router.post("/runs/{run_id}/input", status_code=202, response_model=RunSnapshot)
@@ -54,6 +68,7 @@ async def answer_wait(
     answer that was already taken is recognised (``202``, ``Idempotent-Replayed: true``)."""
     ctx: AppContext = ctx_of(request)
     idempotency_key = checked_key(idempotency_key)
+    check_size(body.value, ctx.settings.max_answer_bytes, "the answer", "max_answer_bytes")
     await get_run_or_404(ctx, run_id)
     wait = await ctx.store.get_wait(run_id, body.wait_id)
     if wait.status == "open":
@@ -76,5 +91,7 @@ async def send_signal(
     """Wake every run waiting on event ``key``. The signal is kept for the lookback window
     (``OUTLAST_SIGNAL_LOOKBACK``), so a wait registered just after it still wakes."""
     ctx = ctx_of(request)
-    runs = await ctx.store.signal(key, body.payload if body else None)
+    payload = body.payload if body else None
+    check_size(payload, ctx.settings.max_answer_bytes, "the payload", "max_answer_bytes")
+    runs = await ctx.store.signal(key, payload, ctx.principal)
     return SignalResult(key=key, woken=len(runs), runs=runs)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.errors import LeaseLost
+from outlast.runtime import metrics
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft, Lease, Store
 
@@ -98,6 +99,7 @@ class ActivityTracker:
             act.probe = probe
         act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
         act.renewals += 1
+        metrics.ACTIVITY_RENEWALS.labels(source=kind).inc()
         if kind == "model" and act.kind == "node":
             act.kind = "model"
         if note is not None:
@@ -157,6 +159,7 @@ class ActivityTracker:
     def _renew(self, act: _Activity) -> None:
         act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
         act.granted += 1
+        metrics.ACTIVITY_RENEWALS.labels(source="supervisor").inc()
         self._dirty.set()
 
     def _check_expiries(self) -> None:
@@ -165,6 +168,7 @@ class ActivityTracker:
         for act in list(self._acts.values()):
             if not act.supervising and self.health(act) == "stalled":
                 act.supervising = True
+                metrics.ACTIVITY_EXPIRIES.inc()
                 task = asyncio.create_task(self._supervise(act))
                 self._supervisions.add(task)
                 task.add_done_callback(self._supervisions.discard)

@@ -26,24 +26,37 @@ import json
 import logging
 import traceback
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl, Runtime
 from langgraph.types import Command, StateSnapshot
 
+from outlast import logs, tracing
 from outlast.config import Settings
 from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
 from outlast.nodes.effects import LEDGER_KEY
-from outlast.runtime import faults
+from outlast.runtime import faults, metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
+from outlast.runtime.outcomes import (
+    _PRIORITY,
+    CANCEL,
+    LEASE_LOST,
+    SHUTDOWN,
+    STORE_FAILED,
+    SUPERVISOR,
+    BudgetStop,
+    CloseWithBest,
+    Outcome,
+    Parked,
+    run_config,
+    store_failure,
+)
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
@@ -54,32 +67,6 @@ log = logging.getLogger(__name__)
 
 # The config key under which LangGraph looks for a parent Runtime (see `_stream`).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
-
-SHUTDOWN = "shutdown"
-SUPERVISOR = "supervisor"
-CANCEL = "cancel"
-STORE_FAILED = "store_failed"
-LEASE_LOST = "lease_lost"
-# When several reasons arrive, the strongest wins: a lost lease forbids any write, a
-# failing store cannot take one, a cancel outranks a drain.
-_PRIORITY = {SHUTDOWN: 0, SUPERVISOR: 1, CANCEL: 2, STORE_FAILED: 3, LEASE_LOST: 4}
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    status: RunStatus | None  # None: released to the queue, or lease lost
-    detail: str = ""
-
-
-def run_config(run: Run) -> RunnableConfig:
-    """The LangGraph config of a run: the client's config, on the run's thread, tagged
-    with the run id (which LangGraph copies into every checkpoint's metadata)."""
-    config: dict[str, Any] = dict(run.config)
-    configurable = dict(config.get("configurable") or {})
-    configurable["thread_id"] = run.thread_id
-    config["configurable"] = configurable
-    config["metadata"] = {**(config.get("metadata") or {}), "run_id": run.id, "graph_id": run.graph}
-    return config  # type: ignore[return-value]
 
 
 class Execution:
@@ -126,12 +113,22 @@ class Execution:
     # -- the run -----------------------------------------------------------------------
 
     async def execute(self) -> Outcome:
+        # Bound first, so the sink's and the activity tracker's tasks inherit them too.
+        run = self.run
+        with (
+            logs.bind_run(run.id, run.thread_id),
+            tracing.run_span(run.id, run.thread_id, run.graph, run.attempts),
+        ):
+            return await self._execute()
+
+    async def _execute(self) -> Outcome:
         sink = EventSink(
             self.store,
             self.lease,
             lambda exc: self.request_stop(
                 LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED
             ),
+            max_bytes=self.settings.max_event_bytes,
         )
         self._sink = sink
         activity = ActivityTracker(
@@ -170,6 +167,11 @@ class Execution:
             except SinkClosed:
                 return await self._end_stopped(sink, translator)
             except Exception as exc:
+                if store_failure(exc):
+                    # The database failed under the graph (a checkpoint write, a ledger
+                    # write): not the run's fault. Whatever was committed stays; the run
+                    # is requeued from its last checkpoint once its lease runs out.
+                    self.request_stop(STORE_FAILED)
                 if self.stop_reason in (LEASE_LOST, STORE_FAILED):
                     return await self._end_stopped(sink, translator)
                 with contextlib.suppress(Exception):
@@ -180,6 +182,7 @@ class Execution:
             return Outcome(None, "lease lost")
         finally:
             self._finished = True
+            translator.close()
             await activity.close()
             await sink.close()
 
@@ -296,6 +299,7 @@ class Execution:
         }
         state = await supervisor.ainvoke(question)
         verdict = str(state.get("verdict", "renew"))
+        metrics.SUPERVISOR_VERDICTS.labels(tier=str(state.get("tier")), verdict=verdict).inc()
         if self._sink is not None:
             with contextlib.suppress(SinkClosed):
                 self._sink.put(
@@ -427,7 +431,7 @@ class Execution:
                 "close",
                 "no progress since the last checkpoint; closing with the best result",
             )
-            raise _CloseWithBest(
+            raise CloseWithBest(
                 {
                     "level": "soft",
                     "dimension": dim,
@@ -468,6 +472,7 @@ class Execution:
             await self._sink.flush()
 
     def _verdict(self, trigger: str, verdict: str, reason: str, tier: int = 1) -> None:
+        metrics.SUPERVISOR_VERDICTS.labels(tier=str(tier), verdict=verdict).inc()
         if self._sink is not None:
             with contextlib.suppress(SinkClosed):
                 self._sink.put(
@@ -516,6 +521,9 @@ class Execution:
         if "closed_by" in breach:  # a person closed it at a checkpoint
             await self._record_usage(partial=breach)
             return await self._end_completed(stop.values, partial=breach)
+        metrics.BUDGET_CHECKPOINTS.labels(
+            level=str(breach.get("level")), dimension=str(breach.get("dimension"))
+        ).inc()
         if self._sink is not None:
             self._sink.put(EventDraft("budget.checkpoint", {**breach, "usage": self.meter.usage()}))
             await self._sink.flush()
@@ -526,7 +534,7 @@ class Execution:
         limit = self.meter.limits[dim]
         try:
             granted = await self._auto_tranche(dim, stop.values)
-        except _CloseWithBest as close:
+        except CloseWithBest as close:
             await self._flush_sink()
             await self._record_usage(partial=close.breach)
             return await self._end_completed(stop.values, partial=close.breach)
@@ -607,27 +615,6 @@ class Execution:
             return Outcome(RunStatus.CANCELLED, reason)
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
-
-
-class _CloseWithBest(Exception):
-    def __init__(self, breach: dict[str, Any]) -> None:
-        super().__init__(breach.get("reason", "closed"))
-        self.breach = breach
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetStop:
-    """A budget limit stopped the graph at a step boundary; ``values`` is the best result."""
-
-    breach: dict[str, Any]
-    values: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Parked:
-    """The graph stopped at interrupts; the run waits without holding anything."""
-
-    specs: list[WaitSpec]
 
 
 _FINISHED = object()

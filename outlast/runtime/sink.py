@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 
@@ -28,8 +29,13 @@ class SinkClosed(Exception):
 
 class EventSink:
     def __init__(
-        self, store: Store, lease: Lease, on_error: Callable[[BaseException], None]
+        self,
+        store: Store,
+        lease: Lease,
+        on_error: Callable[[BaseException], None],
+        max_bytes: int = 256_000,
     ) -> None:
+        self._max_bytes = max_bytes
         self._store = store
         self._lease = lease
         self._on_error = on_error
@@ -44,7 +50,7 @@ class EventSink:
     def put(self, draft: EventDraft) -> None:
         if self.error is not None:
             raise SinkClosed(str(self.error)) from self.error
-        self._buffer.append(draft)
+        self._buffer.append(_bounded(draft, self._max_bytes))
         self._idle.clear()
         self._wake.set()
 
@@ -92,3 +98,18 @@ class EventSink:
                 await asyncio.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
+
+
+def _bounded(draft: EventDraft, max_bytes: int) -> EventDraft:
+    """An event too large for the log (a node returning a huge state) is kept as a
+    marker with its size and a preview: every client pays for every event, again on each
+    replay, and the full value is in the checkpoint anyway."""
+    raw = json.dumps(draft.data, default=str, ensure_ascii=False)
+    if len(raw.encode()) <= max_bytes:
+        return draft
+    preview = raw[: min(2000, max_bytes // 4)]
+    marker = {"truncated": True, "bytes": len(raw.encode()), "preview": preview}
+    for key in ("node", "ns", "key", "tool", "status"):
+        if key in draft.data:
+            marker[key] = draft.data[key]
+    return EventDraft(draft.type, marker)

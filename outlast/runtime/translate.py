@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessageChunk
 
+from outlast import tracing
 from outlast.jsonable import to_jsonable
 from outlast.nodes.activity import ACTIVITY_KEY
+from outlast.runtime import metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft
@@ -52,6 +55,8 @@ class Translator:
         self._interval = flush_interval
         self._pending: dict[str, _Pending] = {}
         self._timer: asyncio.TimerHandle | None = None
+        # node tasks in flight: name, monotonic start, tracing span (None without tracing)
+        self._steps: dict[str, tuple[str, float, Any]] = {}
         self.interrupts: list[Any] = []
 
     def feed(self, part: dict[str, Any]) -> None:
@@ -89,13 +94,27 @@ class Translator:
             self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))
 
     def _task(self, data: dict[str, Any], ns: str) -> None:
-        if self._activity is None:
-            return
         key = f"{ns}|{data.get('id')}"
         if "input" in data:
-            self._activity.start(key, str(data.get("name")))
-        else:
+            name = str(data.get("name"))
+            self._steps[key] = (name, time.monotonic(), tracing.start_node(name))
+            if self._activity is not None:
+                self._activity.start(key, name)
+            return
+        started = self._steps.pop(key, None)
+        if started is not None:
+            name, began, span = started
+            metrics.STEP_DURATION.labels(node=name).observe(time.monotonic() - began)
+            tracing.end_node(span, data.get("error"))
+        if self._activity is not None:
             self._activity.end(key)
+
+    def close(self) -> None:
+        """End the spans of nodes that never finished (cancelled, drained, crashed); their
+        durations are not observed: they did not complete a step."""
+        steps, self._steps = self._steps, {}
+        for _, _, span in steps.values():
+            tracing.end_node(span, interrupted=True)
 
     def _message(self, data: Any, ns: str) -> None:
         message, meta = data

@@ -23,12 +23,14 @@ import socket
 import uuid
 from collections.abc import Callable
 
+from outlast import logs
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
-from outlast.runtime import faults
-from outlast.runtime.execution import CANCEL, LEASE_LOST, SHUTDOWN, Execution
+from outlast.runtime import faults, metrics
+from outlast.runtime.execution import Execution
+from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
 from outlast.runtime.waker import Waker
-from outlast.store import TERMINAL, RunStatus, Store
+from outlast.store import TERMINAL, Run, RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,14 @@ log = logging.getLogger(__name__)
 
 def _noop() -> None:
     return None
+
+
+def _outcome_label(outcome: Outcome) -> str:
+    if outcome.status is not None:
+        return outcome.status.value
+    return {"lease lost": "lease_lost", "store failed": "store_failed"}.get(
+        outcome.detail, "released"
+    )
 
 
 def default_worker_id() -> str:
@@ -102,8 +112,11 @@ class Worker:
                     await self._slot_freed.wait()
                     continue
                 wake.clear()
+                # A small batch, then claim again: every worker woken by the same burst
+                # gets its share instead of the fastest taking all of it.
+                batch = min(free, settings.claim_batch)
                 try:
-                    runs = await self.store.claim(self.id, settings.worker_lease_ttl, free)
+                    runs = await self.store.claim(self.id, settings.worker_lease_ttl, batch)
                 except Exception as exc:  # database down: keep the worker alive
                     log.warning("claim failed: %s", exc)
                     await wait_for(self._stopping, min(settings.queue_poll, 1.0))
@@ -111,7 +124,11 @@ class Worker:
                 for run in runs:
                     faults.fault_point(faults.AFTER_CLAIM)
                     self._start(Execution(self.store, self.registry, settings, run, self.id))
-                if len(runs) < free:
+                if runs:
+                    # The busier this worker, the longer it lets others claim first: a
+                    # burst is shared by load instead of going to whoever woke first.
+                    await asyncio.sleep(0.05 * len(self.held) / settings.worker_concurrency)
+                if len(runs) < batch:
                     # Nothing more to take: sleep until a NOTIFY, a stop, or the safety net.
                     waiter = asyncio.ensure_future(wake.wait())
                     stopper = asyncio.ensure_future(self._stopping.wait())
@@ -130,17 +147,43 @@ class Worker:
 
     async def _execute(self, execution: Execution) -> None:
         run_id = execution.run.id
+        # This task's own context (a copy): its records, the outcome line included, name
+        # the run; nothing to reset, the context ends with the task.
+        logs.RUN_ID.set(run_id)
+        logs.THREAD_ID.set(execution.run.thread_id)
+        metrics.WORKER_IN_FLIGHT.inc()
         try:
+            await self._observe_claim(execution.run)
             outcome = await execution.execute()
             log.info("run %s: %s %s", run_id, outcome.status or "stopped", outcome.detail)
+            metrics.WORKER_FINISHED.labels(outcome=_outcome_label(outcome)).inc()
             if outcome.status in TERMINAL:
                 self.completed += 1
         except Exception:
+            metrics.WORKER_FINISHED.labels(outcome="crashed").inc()
             log.exception("run %s: execution crashed", run_id)
         finally:
+            metrics.WORKER_IN_FLIGHT.dec()
             self.held.pop(run_id, None)
             self._tasks.pop(run_id, None)
             self._slot_freed.set()
+
+    async def _observe_claim(self, run: Run) -> None:
+        """Claim latency, on database time: the claim set ``updated_at`` to now, so when
+        the run became queued comes from elsewhere. A first claim was queued at acceptance;
+        a later one by the event just before ``run.started`` (``run.queued``,
+        ``run.released``, ``run.requeued``), unless retention pruned it."""
+        queued_at = run.created_at
+        if run.last_seq > 2:
+            try:
+                before = await self.store.read_events(run.id, run.last_seq - 2, 1)
+            except Exception as exc:  # a metric never stops a run
+                log.debug("run %s: no claim latency: %s", run.id, exc)
+                return
+            if not before or before[0].seq != run.last_seq - 1:
+                return
+            queued_at = before[0].time
+        metrics.CLAIM_LATENCY.observe(max(0.0, (run.updated_at - queued_at).total_seconds()))
 
     async def _drain(self) -> None:
         if not self._tasks:
@@ -163,8 +206,10 @@ class Worker:
         while True:
             await asyncio.sleep(self.settings.worker_heartbeat)
             before = set(self.held)
+            if not before:
+                continue
             try:
-                held = await self.store.renew(self.id, self.settings.worker_lease_ttl)
+                held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
             except Exception as exc:
                 log.warning("lease renewal failed: %s", exc)
                 continue

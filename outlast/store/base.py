@@ -302,8 +302,10 @@ class Store(abc.ABC):
         status: RunStatus | None,
         limit: int,
         before: ListCursor | None,
+        principal: str = "",
     ) -> list[Run]:
-        """Newest first; ``before`` is the keyset cursor of the last row of the previous page."""
+        """The principal's runs, newest first; ``before`` is the keyset cursor of the last
+        row of the previous page."""
 
     @abc.abstractmethod
     async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]: ...
@@ -315,6 +317,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def prune_events(self, run_id: str, upto_seq: int) -> int:
         """Delete events with ``seq <= upto_seq`` (retention); returns how many."""
+
+    @abc.abstractmethod
+    async def count_runs_by_status(self) -> dict[str, int]:
+        """How many runs have each status (statuses with none are absent); read-only."""
 
     # -- the worker side -----------------------------------------------------------------
 
@@ -328,8 +334,13 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
-        """Extend every lease this worker holds; the runs not returned are no longer ours."""
+    async def renew(
+        self, worker_id: str, ttl: float, run_ids: Sequence[str] | None = None
+    ) -> list[HeldRun]:
+        """Extend this worker's leases on ``run_ids`` (all of them when ``None``); the
+        runs not returned are no longer ours. A worker names the runs it is executing: a
+        run it gave up on (its store failed under it) must expire and be reaped, not be
+        kept alive by a worker that no longer runs it."""
 
     @abc.abstractmethod
     async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
@@ -387,7 +398,16 @@ class Store(abc.ABC):
     async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]: ...
 
     @abc.abstractmethod
-    async def signal(self, key: str, payload: Any) -> list[str]: ...
+    async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]: ...
+
+    @abc.abstractmethod
+    async def get_run_by_key(self, principal: str, key: str) -> Run | None:
+        """The run accepted with this idempotency key, if any."""
+
+    @abc.abstractmethod
+    async def count_active(self, principal: str) -> int:
+        """Runs of ``principal`` that hold or wait for a worker (queued, running,
+        cancelling): what the in-flight limit counts. Waiting runs hold nothing."""
 
     @abc.abstractmethod
     async def due_waits(self, limit: int, hold: float) -> list[Wait]: ...

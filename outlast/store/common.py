@@ -130,16 +130,27 @@ class CommonOps(abc.ABC):
         status: RunStatus | None,
         limit: int,
         before: ListCursor | None,
+        principal: str = "",
     ) -> list[Run]:
         async with self._rtx() as tx:
             rows = await tx.rows(
                 "list_runs",
+                principal=principal,
                 thread_id=thread_id,
                 status=status.value if status else None,
                 before=before.pos if before else None,
                 limit=limit,
             )
             return [tx.run(r) for r in rows]
+
+    async def get_run_by_key(self, principal: str, key: str) -> Run | None:
+        async with self._rtx() as tx:
+            rows = await tx.rows("get_by_key", principal=principal, key=key)
+            return tx.run(rows[0]) if rows else None
+
+    async def count_active(self, principal: str) -> int:
+        async with self._rtx() as tx:
+            return int((await tx.rows("count_active", principal=principal))[0]["n"])
 
     async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
         async with self._rtx() as tx:
@@ -154,6 +165,10 @@ class CommonOps(abc.ABC):
     async def prune_events(self, run_id: str, upto_seq: int) -> int:
         async with self._wtx() as tx:
             return len(await tx.rows("prune_events", run_id=run_id, upto=upto_seq))
+
+    async def count_runs_by_status(self) -> dict[str, int]:
+        async with self._rtx() as tx:
+            return {r["status"]: int(r["n"]) for r in await tx.rows("count_runs_by_status")}
 
     # -- waits, signals, threads, retention ----------------------------------------------
 
@@ -191,7 +206,10 @@ class CommonOps(abc.ABC):
                 drafts.append(EventDraft("wait.started", {"wait": wait.public()}))
                 if spec.event_keys and lookback > 0:
                     early = await tx.rows(
-                        "sig_lookback", keys=tx.json(spec.event_keys), lookback=lookback
+                        "sig_lookback",
+                        keys=tx.json(spec.event_keys),
+                        lookback=lookback,
+                        run_id=run_id,
                     )
                     if early:
                         value = {"key": early[0]["key"], "payload": tx.load(early[0]["payload"])}
@@ -275,12 +293,13 @@ class CommonOps(abc.ABC):
         async with self._wtx() as tx:
             return [tx.wait(r) for r in await tx.rows("w_list", run_id=run_id, status=status)]
 
-    async def signal(self, key: str, payload: Any) -> list[str]:
-        """Store the signal, then wake every open wait on ``key``; returns the runs woken."""
+    async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]:
+        """Store the signal, then wake every open wait on ``key`` of the sender's runs
+        (another principal's runs never see it); returns the runs woken."""
         async with self._wtx() as tx:
-            await tx.rows("sig_insert", key=key, payload=tx.json(payload))
+            await tx.rows("sig_insert", key=key, payload=tx.json(payload), principal=principal)
             woken: list[str] = []
-            for row in await tx.rows("sig_match", key=key):
+            for row in await tx.rows("sig_match", key=key, principal=principal):
                 wait = tx.wait(row)
                 _, drafts = await _answer(tx, wait, {"key": key, "payload": payload}, "signal")
                 await append_events(tx, wait.run_id, drafts)

@@ -86,6 +86,9 @@ class PostgresStore(CommonOps, Store):
             min_size=self._min_size,
             max_size=self._max_size,
             kwargs={"autocommit": True, "row_factory": dict_row},
+            # A connection that died with the server (a restart, a failover) is found
+            # at checkout and replaced, instead of failing the first query after it.
+            check=AsyncConnectionPool.check_connection,
             open=False,
             name="outlast",
         )
@@ -213,8 +216,11 @@ class PostgresStore(CommonOps, Store):
         rows = await self._fetch("claim", {"worker_id": worker_id, "ttl": ttl, "limit": limit})
         return [run_from_row(r) for r in rows]
 
-    async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
-        rows = await self._fetch("renew", {"worker_id": worker_id, "ttl": ttl})
+    async def renew(
+        self, worker_id: str, ttl: float, run_ids: Sequence[str] | None = None
+    ) -> list[HeldRun]:
+        ids = list(run_ids) if run_ids is not None else None
+        rows = await self._fetch("renew", {"worker_id": worker_id, "ttl": ttl, "ids": ids})
         return [HeldRun(str(r["id"]), r["lease_epoch"], RunStatus(r["status"])) for r in rows]
 
     def _lease_params(self, lease: Lease) -> dict[str, Any]:

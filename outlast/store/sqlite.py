@@ -245,11 +245,12 @@ class SqliteStore(CommonOps, Store):
             self.hub.publish(EVENTS, run.id)
         return runs
 
-    async def renew(self, worker_id: str, ttl: float) -> list[HeldRun]:
-        async with (
-            self._tx() as conn,
-            conn.execute(self._q["renew"], {"worker_id": worker_id, "ttl": ttl}) as cur,
-        ):
+    async def renew(
+        self, worker_id: str, ttl: float, run_ids: Sequence[str] | None = None
+    ) -> list[HeldRun]:
+        ids = json.dumps(list(run_ids)) if run_ids is not None else None
+        params = {"worker_id": worker_id, "ttl": ttl, "ids": ids}
+        async with self._tx() as conn, conn.execute(self._q["renew"], params) as cur:
             rows = await cur.fetchall()
         return [HeldRun(r["id"], r["lease_epoch"], RunStatus(r["status"])) for r in rows]
 

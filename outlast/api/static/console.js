@@ -122,7 +122,12 @@ class RunList {
       this.updated = Date.now();
       setConn("live", "runs refresh every 2 s");
     } catch (err) {
-      setConn("offline", `${err.message}; retrying in 2 s`);
+      if (err.status === 401) {
+        setConn("offline", "this server needs an API key: type it in the top right");
+        $("#api-key").focus();
+      } else {
+        setConn("offline", `${err.message}; retrying in 2 s`);
+      }
     }
     this.render();
     this.timer = setTimeout(() => this.poll(), 2000);
@@ -420,6 +425,7 @@ class RunPage {
       $("#result-panel").hidden = false;
       $("#result").textContent = JSON.stringify(snap.result, null, 2);
     }
+    this.renderPanels();  // the wait's description and its form appear together
   }
 
   renderPanels() {

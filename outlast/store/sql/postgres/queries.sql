@@ -28,7 +28,8 @@ SELECT * FROM outlast_runs WHERE id = %(id)s;
 
 -- name: list_runs
 SELECT * FROM outlast_runs
-WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+WHERE principal = %(principal)s
+  AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
   AND (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(before)s::bigint IS NULL OR pos < %(before)s)
 ORDER BY pos DESC
@@ -45,6 +46,10 @@ SELECT min(seq) AS seq FROM outlast_events WHERE run_id = %(run_id)s;
 
 -- name: prune_events
 DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s RETURNING seq;
+
+-- name: count_runs_by_status
+-- /metrics, at scrape time: one pass over the runs.
+SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 
 -- name: claim
 -- One active run per thread: a thread is one checkpoint lineage, so a run waits until
@@ -80,6 +85,7 @@ FROM upd ORDER BY pos;
 UPDATE outlast_runs
 SET lease_expires_at = now() + make_interval(secs => %(ttl)s)
 WHERE worker_id = %(worker_id)s AND status IN ('running', 'cancelling')
+  AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
 RETURNING id, lease_epoch, status;
 
 -- name: append
@@ -291,17 +297,20 @@ WHERE id = %(run_id)s AND status = 'waiting'
 RETURNING id;
 
 -- name: sig_insert
-INSERT INTO outlast_signals (key, payload) VALUES (%(key)s, %(payload)s::jsonb) RETURNING id;
+INSERT INTO outlast_signals (key, payload, principal)
+VALUES (%(key)s, %(payload)s::jsonb, %(principal)s) RETURNING id;
 
 -- name: sig_match
-SELECT * FROM outlast_waits
-WHERE status = 'open' AND kind = 'event' AND event_keys ? %(key)s
-ORDER BY since
-FOR UPDATE SKIP LOCKED;
+SELECT w.* FROM outlast_waits w JOIN outlast_runs r ON r.id = w.run_id
+WHERE w.status = 'open' AND w.kind = 'event' AND w.event_keys ? %(key)s
+  AND r.principal = %(principal)s
+ORDER BY w.since
+FOR UPDATE OF w SKIP LOCKED;
 
 -- name: sig_lookback
 SELECT key, payload FROM outlast_signals
 WHERE key IN (SELECT jsonb_array_elements_text(%(keys)s::jsonb))
+  AND principal = (SELECT principal FROM outlast_runs WHERE id = %(run_id)s)
   AND created_at >= now() - make_interval(secs => %(lookback)s::float8)
 ORDER BY created_at DESC, id DESC
 LIMIT 1;
@@ -398,3 +407,7 @@ RETURNING *;
 
 -- name: e_list
 SELECT * FROM outlast_effects WHERE run_id = %(run_id)s ORDER BY started_at, key;
+
+-- name: count_active
+SELECT count(*) AS n FROM outlast_runs
+WHERE principal = %(principal)s AND status IN ('queued', 'running', 'cancelling');

@@ -25,7 +25,8 @@ SELECT * FROM outlast_runs WHERE id = :id;
 
 -- name: list_runs
 SELECT * FROM outlast_runs
-WHERE (:thread_id IS NULL OR thread_id = :thread_id)
+WHERE principal = :principal
+  AND (:thread_id IS NULL OR thread_id = :thread_id)
   AND (:status IS NULL OR status = :status)
   AND (:before IS NULL OR pos < :before)
 ORDER BY pos DESC
@@ -42,6 +43,10 @@ SELECT min(seq) AS seq FROM outlast_events WHERE run_id = :run_id;
 
 -- name: prune_events
 DELETE FROM outlast_events WHERE run_id = :run_id AND seq <= :upto RETURNING seq;
+
+-- name: count_runs_by_status
+-- /metrics, at scrape time: one pass over the runs.
+SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 
 -- name: claim
 UPDATE outlast_runs
@@ -65,6 +70,7 @@ RETURNING *;
 UPDATE outlast_runs
 SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
 WHERE worker_id = :worker_id AND status IN ('running', 'cancelling')
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
 RETURNING id, lease_epoch, status;
 
 -- name: bump_seq
@@ -196,19 +202,21 @@ WHERE id = :run_id AND status = 'waiting'
 RETURNING id;
 
 -- name: sig_insert
-INSERT INTO outlast_signals (key, payload, created_at)
-VALUES (:key, :payload, (julianday('now') - 2440587.5) * 86400.0)
+INSERT INTO outlast_signals (key, payload, principal, created_at)
+VALUES (:key, :payload, :principal, (julianday('now') - 2440587.5) * 86400.0)
 RETURNING id;
 
 -- name: sig_match
-SELECT * FROM outlast_waits w
-WHERE status = 'open' AND kind = 'event'
+SELECT w.* FROM outlast_waits w JOIN outlast_runs r ON r.id = w.run_id
+WHERE w.status = 'open' AND w.kind = 'event'
   AND EXISTS (SELECT 1 FROM json_each(w.event_keys) WHERE value = :key)
-ORDER BY since;
+  AND r.principal = :principal
+ORDER BY w.since;
 
 -- name: sig_lookback
 SELECT key, payload FROM outlast_signals
 WHERE key IN (SELECT value FROM json_each(:keys))
+  AND principal = (SELECT principal FROM outlast_runs WHERE id = :run_id)
   AND created_at >= (julianday('now') - 2440587.5) * 86400.0 - :lookback
 ORDER BY created_at DESC, id DESC
 LIMIT 1;
@@ -303,3 +311,7 @@ RETURNING *;
 
 -- name: e_list
 SELECT * FROM outlast_effects WHERE run_id = :run_id ORDER BY started_at, key;
+
+-- name: count_active
+SELECT count(*) AS n FROM outlast_runs
+WHERE principal = :principal AND status IN ('queued', 'running', 'cancelling');

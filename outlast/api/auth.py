@@ -1,0 +1,182 @@
+"""Principals: who is calling, from a bearer API key, and how fast they may call.
+
+Keys come from ``OUTLAST_API_KEYS`` (``principal:key`` pairs, comma-separated) or from
+``OUTLAST_API_KEYS_FILE`` (JSON: ``{"keys": [{"principal": "alice", "sha256": "<hex>"}]}``,
+made with ``outlast key new``). Only SHA-256 digests are kept, in the file and in memory:
+a leaked file or a memory dump does not give out a working key. A key is looked up by its
+digest, so the lookup's timing depends on the digest, never on how much of a guess was
+right.
+
+With keys configured every route needs ``Authorization: Bearer <key>``, except the
+health checks, the console's static page and the OpenAPI document (they hold no data).
+A browser's ``EventSource`` cannot send headers, so the events stream also takes
+``?access_token=``. Without keys every caller is the anonymous principal ``""`` and the
+server refuses to listen beyond loopback unless told otherwise (``cli.py``).
+
+The request rate is limited per principal with a token bucket (``OUTLAST_RATE_LIMIT``
+requests per second, bursts of twice that); a refusal is ``429`` with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from outlast.errors import OutlastError
+
+PUBLIC = re.compile(r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*)?$")
+STREAM = re.compile(r"^/v1/runs/[^/]+/events$")
+
+
+class KeysInvalid(OutlastError):
+    title = "API keys are misconfigured"
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRing:
+    """Key digest → principal."""
+
+    principals: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.principals)
+
+    @classmethod
+    def load(cls, pairs: str | None, path: Path | None) -> KeyRing:
+        found: dict[str, str] = {}
+        for item in (pairs or "").split(","):
+            if not item.strip():
+                continue
+            principal, sep, key = item.strip().partition(":")
+            if not sep or not principal or len(key) < 16:
+                raise KeysInvalid(
+                    "OUTLAST_API_KEYS: expected principal:key pairs, keys of 16+ characters"
+                )
+            found[digest(key)] = principal
+        if path is not None:
+            try:
+                entries = json.loads(path.read_text(encoding="utf-8"))["keys"]
+                for entry in entries:
+                    sha = str(entry["sha256"]).lower()
+                    if not re.fullmatch(r"[0-9a-f]{64}", sha) or not entry["principal"]:
+                        raise ValueError(f"bad entry {entry!r}")
+                    found[sha] = str(entry["principal"])
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise KeysInvalid(f"{path}: {exc}") from exc
+        return cls(found)
+
+    def principal_for(self, key: str) -> str | None:
+        return self.principals.get(digest(key))
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class RateLimiter:
+    def __init__(self, per_second: float) -> None:
+        self.rate = per_second
+        self.burst = max(1.0, 2 * per_second)
+        self._buckets: dict[str, _Bucket] = {}
+
+    def wait_needed(self, principal: str) -> float:
+        """0 when the request may go now; else the seconds until it could."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        bucket = self._buckets.setdefault(principal, _Bucket(self.burst, now))
+        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
+        bucket.at = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return 0.0
+        return (1 - bucket.tokens) / self.rate
+
+
+def _token(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    if STREAM.match(scope["path"]):
+        tokens = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("access_token")
+        return tokens[0] if tokens else None
+    return None
+
+
+class Authenticate:
+    """Sets ``request.state.principal``; refuses unknown keys and callers over their rate."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing, limiter: RateLimiter) -> None:
+        self.app = app
+        self.keys = keys
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        principal = ""
+        public = bool(PUBLIC.match(scope["path"]))
+        if self.keys.enabled and not public:
+            token = _token(scope)
+            found = self.keys.principal_for(token) if token else None
+            if found is None:
+                detail = "an API key is required" if token is None else "unknown API key"
+                await _problem(send, 401, "Unauthorized", detail, {"WWW-Authenticate": "Bearer"})
+                return
+            principal = found
+        if not public:
+            wait = self.limiter.wait_needed(principal)
+            if wait > 0:
+                await _problem(
+                    send,
+                    429,
+                    "Too many requests",
+                    f"more than {self.limiter.rate:g} requests per second "
+                    "(OUTLAST_RATE_LIMIT); slow down",
+                    {"Retry-After": str(max(1, math.ceil(wait)))},
+                    limit="rate_limit",
+                )
+                return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+async def _problem(
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    headers: dict[str, str],
+    limit: str | None = None,
+) -> None:
+    body: dict[str, object] = {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "retryable": status == 429,
+    }
+    if limit:
+        body["limit"] = limit
+    raw = json.dumps(body).encode()
+    head = [(b"content-type", b"application/problem+json"), (b"content-length", b"%d" % len(raw))]
+    head += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})

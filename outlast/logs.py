@@ -1,0 +1,66 @@
+"""Logging setup: text for a terminal, or one JSON object per line for a log pipeline.
+
+A JSON record holds ``time``, ``level``, ``logger``, ``message`` and, when known,
+``run_id``, ``thread_id`` and ``trace_id``. The run and thread live in context variables
+bound where a run executes (``Execution.execute``), so every record logged while it runs
+carries them: the runtime's, LangGraph's, a node's own, in every task the execution
+starts. ``trace_id`` is the OpenTelemetry trace when tracing is on, else the run id: one
+key to search by either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from outlast import tracing
+
+RUN_ID: ContextVar[str | None] = ContextVar("outlast_run_id", default=None)
+THREAD_ID: ContextVar[str | None] = ContextVar("outlast_thread_id", default=None)
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@contextlib.contextmanager
+def bind_run(run_id: str, thread_id: str) -> Iterator[None]:
+    run_token, thread_token = RUN_ID.set(run_id), THREAD_ID.set(thread_id)
+    try:
+        yield
+    finally:
+        THREAD_ID.reset(thread_token)
+        RUN_ID.reset(run_token)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        when = dt.datetime.fromtimestamp(record.created, dt.UTC)
+        out: dict[str, Any] = {
+            "time": when.isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        # An explicit `extra={"run_id": ...}` wins over the context.
+        run_id = getattr(record, "run_id", None) or RUN_ID.get()
+        thread_id = getattr(record, "thread_id", None) or THREAD_ID.get()
+        trace_id = tracing.current_trace_id() or run_id
+        for key, value in (("run_id", run_id), ("thread_id", thread_id), ("trace_id", trace_id)):
+            if value is not None:
+                out[key] = value
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            out["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def setup(level: str, fmt: str) -> None:
+    """Configure the root logger once (a no-op if something already did, as under pytest)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])

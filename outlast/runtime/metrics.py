@@ -1,0 +1,149 @@
+"""Prometheus metrics of one process (``GET /metrics``).
+
+One registry per process, apart from ``prometheus_client``'s global default, so the
+exposition holds outlast's metrics (and the process collector) and nothing a library
+registered on its own. Counters and histograms are per process: Prometheus sums them
+across processes. The run gauges are read from the database at scrape time (see
+``refresh_runs``), so every process reports the same, cluster-wide numbers.
+
+Each metric says below which question it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from outlast.store.base import RunStatus
+
+# `*_created` series (one per counter and histogram child) double the series count for a
+# timestamp Prometheus can infer from resets; process-wide, as prometheus_client allows.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# Queue waits range from milliseconds (an idle worker) to hours (a saturated cluster).
+_QUEUE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+# Nodes range from a dict merge to a long tool call or model stream.
+_STEP_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+
+RUNS = Gauge(
+    "outlast_runs",
+    "Runs in the database by status, read at scrape time. Why: the one picture of the "
+    "system (how much is queued, running, parked on waits, finished) that every process "
+    "reports alike.",
+    ["status"],
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "outlast_queue_depth",
+    "Runs waiting for a worker (status queued), read at scrape time. Why: the signal to "
+    "add workers; it grows when claims fall behind acceptance.",
+    registry=REGISTRY,
+)
+CLAIM_LATENCY = Histogram(
+    "outlast_claim_latency_seconds",
+    "Seconds from a run becoming queued (accepted, answered, released, requeued) to a "
+    "worker claiming it, on database time. Why: queue depth says how much waits, this says "
+    "how long a user waits before anything happens.",
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+STEP_DURATION = Histogram(
+    "outlast_step_duration_seconds",
+    "Seconds a node task ran, from its start to its end in LangGraph's tasks stream, by "
+    "node name. Why: which node makes runs slow, before anyone opens a trace.",
+    ["node"],
+    buckets=_STEP_BUCKETS,
+    registry=REGISTRY,
+)
+ACTIVITY_RENEWALS = Counter(
+    "outlast_activity_lease_renewals",
+    "Activity lease renewals by source: model (a streamed token), heartbeat, progress "
+    "(from a node), supervisor (a renewal it granted). Why: how lively nodes are, and how "
+    "often the supervisor extends silence rather than a node proving life.",
+    ["source"],
+    registry=REGISTRY,
+)
+ACTIVITY_EXPIRIES = Counter(
+    "outlast_activity_lease_expiries",
+    "Activity leases that ran out and woke the supervisor (not counted with the "
+    "supervisor off: nothing watches them then). Why: silent operations; each one costs a "
+    "supervisor look and may stop a node.",
+    registry=REGISTRY,
+)
+SUPERVISOR_VERDICTS = Counter(
+    "outlast_supervisor_verdicts",
+    "Supervisor verdicts (supervisor.verdict events) by ladder tier and verdict. Why: how "
+    "far up the ladder decisions climb (tier 3 costs model calls) and how often runs are "
+    "closed, escalated to a person, or reminded.",
+    ["tier", "verdict"],
+    registry=REGISTRY,
+)
+BUDGET_CHECKPOINTS = Counter(
+    "outlast_budget_checkpoints",
+    "Budget checkpoints (budget.checkpoint events) by level (soft: the run asks; hard: it "
+    "closes with its best result) and dimension. Why: whether limits are set where runs "
+    "actually need them.",
+    ["level", "dimension"],
+    registry=REGISTRY,
+)
+SSE_CLIENTS = Gauge(
+    "outlast_sse_clients",
+    "Event streams open in this process. Why: connections hold memory and a database "
+    "read per wake-up; a leak shows here first.",
+    registry=REGISTRY,
+)
+SSE_REPLAYED = Counter(
+    "outlast_sse_replayed_events",
+    "Events a stream sent that were already in the log when it connected: those with "
+    "seq <= the run's last_seq as read at connect time (a fresh stream replays the whole "
+    "log so far, a Last-Event-ID reconnect only what it missed). Events appended after the "
+    "connect are live and not counted. Why: the cost of catching up after disconnects.",
+    registry=REGISTRY,
+)
+SSE_GAPS = Counter(
+    "outlast_sse_gaps",
+    "Gap events sent: a client's cursor predated what retention kept. Why: retention is "
+    "too short for how long clients stay away.",
+    registry=REGISTRY,
+)
+WORKER_IN_FLIGHT = Gauge(
+    "outlast_worker_runs_in_flight",
+    "Runs this process's workers are executing now. Why: against worker_concurrency, "
+    "whether workers are saturated.",
+    registry=REGISTRY,
+)
+WORKER_FINISHED = Counter(
+    "outlast_worker_runs_finished",
+    "Executions a worker ended, by outcome: completed, failed, cancelled (terminal); "
+    "waiting or queued (parked on a wait); released (back to the queue: drain, tranche, "
+    "reminder); lease_lost, store_failed, crashed. A run that waits executes more than "
+    "once. Why: the rate and the mix of how runs end.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+
+def refresh_runs(counts: Mapping[str, int]) -> None:
+    """Set the run gauges from ``count_runs_by_status``; a status with no run reads 0 (a
+    series that vanishes would look like missing data, not like zero)."""
+    for status in RunStatus:
+        RUNS.labels(status=status.value).set(counts.get(status.value, 0))
+    QUEUE_DEPTH.set(counts.get(RunStatus.QUEUED.value, 0))
+
+
+def exposition() -> bytes:
+    return generate_latest(REGISTRY)

@@ -1,0 +1,74 @@
+"""What an execution can end in, and why it stopped: the vocabulary shared by the
+execution and the worker (kept apart so neither module grows past reading size)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from outlast.errors import StoreUnavailable
+from outlast.store import Run, RunStatus, WaitSpec
+
+SHUTDOWN = "shutdown"
+SUPERVISOR = "supervisor"
+CANCEL = "cancel"
+STORE_FAILED = "store_failed"
+LEASE_LOST = "lease_lost"
+# When several reasons arrive, the strongest wins: a lost lease forbids any write, a
+# failing store cannot take one, a cancel outranks a drain.
+_PRIORITY = {SHUTDOWN: 0, SUPERVISOR: 1, CANCEL: 2, STORE_FAILED: 3, LEASE_LOST: 4}
+
+
+def store_failure(exc: BaseException) -> bool:
+    """An error of the database, not of the graph: connection lost, server restarting,
+    pool exhausted, disk full."""
+    import sqlite3
+
+    import psycopg
+
+    failures = (StoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
+    if isinstance(exc, failures):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        words in str(exc) for words in ("disk", "locked", "I/O", "full")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: RunStatus | None  # None: released to the queue, or lease lost
+    detail: str = ""
+
+
+def run_config(run: Run) -> RunnableConfig:
+    """The LangGraph config of a run: the client's config, on the run's thread, tagged
+    with the run id (which LangGraph copies into every checkpoint's metadata)."""
+    config: dict[str, Any] = dict(run.config)
+    configurable = dict(config.get("configurable") or {})
+    configurable["thread_id"] = run.thread_id
+    config["configurable"] = configurable
+    config["metadata"] = {**(config.get("metadata") or {}), "run_id": run.id, "graph_id": run.graph}
+    return config  # type: ignore[return-value]
+
+
+class CloseWithBest(Exception):
+    def __init__(self, breach: dict[str, Any]) -> None:
+        super().__init__(breach.get("reason", "closed"))
+        self.breach = breach
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStop:
+    """A budget limit stopped the graph at a step boundary; ``values`` is the best result."""
+
+    breach: dict[str, Any]
+    values: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """The graph stopped at interrupts; the run waits without holding anything."""
+
+    specs: list[WaitSpec]
