@@ -23,6 +23,9 @@ store API (``PostgresStore.create_run``, ``claim``, ``append`` in batches of 500
 claimed lease, ``finish``), before any worker exists. One client then reads
 ``GET /v1/runs/{id}/events?after=0`` to the terminal event: events per second, from the
 request to the last event, as a client reattaching from the beginning would see it.
+
+The live measurement is taken once more (one repetition) with ``--stream-few`` clients: the
+difference to 100 is what the fan-out itself costs.
 """
 
 from __future__ import annotations
@@ -135,12 +138,14 @@ class Follower:
                 return
 
 
-async def live_once(client: httpx.AsyncClient, base: str, opts: Any) -> dict[str, Any]:
+async def live_once(
+    client: httpx.AsyncClient, base: str, opts: Any, clients: int
+) -> dict[str, Any]:
     config = {"configurable": {"count": opts.stream_events, "interval": opts.stream_interval}}
     body = {"graph": "emitter", "input": {}, "config": config}
     run_id = (await client.post(f"{base}/v1/runs", json=body)).json()["id"]
     snap = await wait_status(client, base, run_id, "waiting")
-    followers = [Follower(base, run_id, snap["last_seq"]) for _ in range(opts.stream_clients)]
+    followers = [Follower(base, run_id, snap["last_seq"]) for _ in range(clients)]
     tasks = [asyncio.create_task(f.follow()) for f in followers]
     try:
         await asyncio.wait_for(asyncio.gather(*(f.caught_up.wait() for f in followers)), 60)
@@ -181,21 +186,29 @@ async def measure(opts: Any, admin_url: str) -> dict[str, Any]:
                     print(f"  replay {rep}/{opts.repeat}: {rates[-1]:.0f} events/s")
             worker = Outlast(db, command="worker", concurrency=10)
             await worker.ready()
-            runs = []
             async with httpx.AsyncClient(timeout=60.0) as client:
-                for rep in range(opts.repeat):
+
+                async def live(clients: int, label: str) -> dict[str, Any]:
                     meter = CpuMeter({"api": api.pid, "worker": worker.pid}, db).start()
-                    runs.append(await live_once(client, api.base, opts))
+                    out = await live_once(client, api.base, opts, clients)
                     used = meter.stop()
-                    runs[-1]["cpu_ms_per_delivery"] = {
-                        k: r(1000 * v / max(1, runs[-1]["deliveries"]), 4) for k, v in used.items()
+                    out["cpu_ms_per_delivery"] = {
+                        k: r(1000 * v / max(1, out["deliveries"]), 4) for k, v in used.items()
                     }
-                    a, e = runs[-1]["append_to_receipt"], runs[-1]["emit_to_receipt"]
+                    a, e = out["append_to_receipt"], out["emit_to_receipt"]
                     print(
-                        f"  stream {rep + 1}/{opts.repeat}, {opts.stream_clients} clients: "
-                        f"append→receipt p50 {a['p50_ms']:.1f} ms p99 {a['p99_ms']:.1f} ms; "
-                        f"emit→receipt p50 {e['p50_ms']:.1f} ms p99 {e['p99_ms']:.1f} ms"
+                        f"  stream {label}, {clients} clients: append→receipt p50 "
+                        f"{a['p50_ms']:.1f} ms p99 {a['p99_ms']:.1f} ms; emit→receipt p50 "
+                        f"{e['p50_ms']:.1f} ms p99 {e['p99_ms']:.1f} ms"
                     )
+                    return out
+
+                runs = [
+                    await live(opts.stream_clients, f"{rep + 1}/{opts.repeat}")
+                    for rep in range(opts.repeat)
+                ]
+                # Once with few clients: how much of the latency is the fan-out itself.
+                few = await live(opts.stream_few, "with few clients")
         finally:
             if worker is not None:
                 worker.stop()
@@ -218,6 +231,11 @@ async def measure(opts: Any, admin_url: str) -> dict[str, Any]:
         "cpu_ms_per_delivery": {
             k: r(med([run["cpu_ms_per_delivery"][k] for run in runs]), 4)
             for k in runs[0]["cpu_ms_per_delivery"]
+        },
+        "few_clients": {
+            "clients": opts.stream_few,
+            "append_to_receipt": few["append_to_receipt"],
+            "cpu_ms_per_delivery": few["cpu_ms_per_delivery"],
         },
         "replay_events": opts.replay_events,
         "replay_events_per_s": r(med(rates), 0),

@@ -23,6 +23,7 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from outlast.api.schemas import RunSnapshot
+from outlast.api.tail import following
 from outlast.errors import InvalidCursor
 from outlast.runtime import metrics
 from outlast.store import Event, Store
@@ -88,7 +89,7 @@ async def _stream(
     # How long a browser's EventSource waits before it reconnects by itself (with
     # Last-Event-ID); said once per connection, so clients can show when they try next.
     yield ServerSentEvent(retry=RETRY_MS)
-    with store.hub.watch(EVENTS, run_id) as wake:
+    with store.hub.watch(EVENTS, run_id) as wake, following(run_id) as tail:
         run = await store.get_run(run_id)
         if run is None:
             return
@@ -122,7 +123,7 @@ async def _stream(
                 return  # everything, the terminal event included, was pruned
         while True:
             wake.clear()
-            events = await store.read_events(run_id, cursor, PAGE)
+            events = await tail.read(store, run_id, cursor, PAGE)
             for event in events:
                 yield wire(event)
                 if event.seq <= connected_at:
