@@ -49,9 +49,9 @@ from benchkit import RESULTS, CpuMeter, Outlast, latency_summary, med, r, temp_d
 # (option, full default, --quick default, help)
 SIZES: list[tuple[str, Any, Any, str]] = [
     ("repeat", 3, 1, "repetitions of each measurement; figures are their medians"),
-    ("samples", 60, 30, "overhead: latency samples per repetition, for each side"),
+    ("samples", 50, 30, "overhead: latency samples per repetition, for each side"),
     ("warmup", 10, 5, "overhead: warm-up runs per side, not counted"),
-    ("throughput_runs", 120, 60, "throughput: runs per repetition and level"),
+    ("throughput_runs", 100, 60, "throughput: runs per repetition and level"),
     ("accept_requests", 3000, 1000, "accept: requests per repetition"),
     ("accept_clients", 32, 32, "accept: concurrent clients"),
     ("stream_clients", 100, 100, "stream: SSE clients attached to the run"),
