@@ -78,7 +78,8 @@ async def once(api: Outlast, db: str, opts: Any, rep: int) -> dict[str, float]:
             lease_end = await scalar(
                 conn,
                 "SELECT extract(epoch FROM max(lease_expires_at)) FROM outlast_runs "
-                "WHERE status = 'running'",
+                "WHERE id = ANY(%s::uuid[])",
+                ids,
             )
             killed = time.time()
             a.kill()
@@ -98,6 +99,7 @@ async def once(api: Outlast, db: str, opts: Any, rep: int) -> dict[str, float]:
             await until(conn, ids, "status = 'cancelled'", 60)
     finally:
         a.kill()
+        a.stop()  # already dead: this only removes its log
         if b is not None:
             b.stop()
     out = {

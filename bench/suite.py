@@ -88,6 +88,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small sizes, one repetition (~2 min)")
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SECTIONS)}")
     p.add_argument("--levels", default="10,50", help="throughput: runs in flight, comma-separated")
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: rewrite suite.md from suite.json (after editing the report)",
+    )
     for name, full, quick, text in SIZES:
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, type=type(full), help=f"{text} (default {full}; --quick {quick})")
@@ -345,7 +350,7 @@ def markdown(res: dict[str, Any], opts: Any) -> str:
         "",
         f"{res['date']}; {m['platform']}, {m['cpus']} CPUs (load average at start "
         f"{m['load_average_at_start']}, at the end {res.get('load_average_at_end')}: other "
-        "tenants share the machine), Python {m['python']}, langgraph {m['langgraph']}, "
+        f"tenants share the machine), Python {m['python']}, langgraph {m['langgraph']}, "
         f"langgraph-api {m['langgraph_api']}; Postgres on the same host. "
         f"{'`--quick`, ' if opts.quick else ''}median of {opts.repeat} repetition(s) unless "
         f"said otherwise; total {res['total_seconds']:.0f} s.",
@@ -412,6 +417,14 @@ def notes(o: Any) -> dict[str, str]:
     }
 
 
+def describe(exc: BaseException) -> str:
+    """The first real error inside task groups, in one line for the table."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/").replace("`", "'")
+    return text[:300]
+
+
 def write(res: dict[str, Any], opts: Any) -> str:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "suite.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
@@ -422,6 +435,10 @@ def write(res: dict[str, Any], opts: Any) -> str:
 
 async def main(argv: list[str] | None = None) -> None:
     opts = parse_args(argv)
+    if opts.render:
+        res = json.loads((RESULTS / "suite.json").read_text())
+        print(write(res, argparse.Namespace(**res["config"])))
+        return
     started = time.monotonic()
     res: dict[str, Any] = {
         "date": benchkit.now_iso(),
@@ -439,7 +456,7 @@ async def main(argv: list[str] | None = None) -> None:
             res[name] = await MEASURE[name](opts, opts.database_url)
         except Exception as exc:
             traceback.print_exc()
-            res[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            res[name] = {"error": describe(exc)}
         res["seconds"][name] = r(time.monotonic() - section_start, 1)
         res["order"].append(name)
         res["total_seconds"] = r(time.monotonic() - started, 1)
