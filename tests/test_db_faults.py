@@ -95,7 +95,8 @@ async def test_a_postgres_restart_mid_run_loses_nothing(pg_url: str, tmp_path: P
                 assert_exact_log(events)
                 assert client_seqs == [e.seq for e in events]  # nothing lost, nothing twice
                 steps = [e.data["update"]["steps"] for e in events if e.type == "node.updated"]
-                assert [s[0] for s in steps][-1] == "finish"
+                shown = " ".join(f"{e.seq}:{e.type}:{e.data.get('node')}" for e in events)
+                assert [s[0] for s in steps][-1] == "finish", shown
         finally:
             await store.close()
         assert server.poll() is None  # it rode the outage out

@@ -57,6 +57,7 @@ from outlast.runtime.outcomes import (
     run_config,
     store_failure,
 )
+from outlast.runtime.recovery import logged_tasks, missing_updates
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
@@ -210,6 +211,9 @@ class Execution:
         if run.last_seq > 2:
             state = await graph.aget_state(config)
             if state.metadata and state.metadata.get("run_id") == run.id:
+                translator.logged_tasks = await logged_tasks(self.store, run)
+                for lost in await missing_updates(graph, state, run.id, translator.logged_tasks):
+                    sink.put(lost)
                 graph_input = await self._continuation(state, sink)
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
@@ -257,13 +261,15 @@ class Execution:
                 "run.resumed",
                 {
                     "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
-                    "next": list(state.next),
+                    "next": [t.name for t in state.tasks],
                     "attempt": self.run.attempts,
                     "answers": len(resume),
                 },
             )
         )
-        if not state.next:
+        # Not `state.next`: it leaves out the tasks whose writes were saved before the
+        # crash, and a step whose every task had saved its writes would look finished.
+        if not state.tasks:
             return _FINISHED
         note = self.meter.extra.pop("supervisor_note", None)
         if note is not None:

@@ -57,6 +57,12 @@ class Translator:
         self._timer: asyncio.TimerHandle | None = None
         # node tasks in flight: name, monotonic start, tracing span (None without tracing)
         self._steps: dict[str, tuple[str, float, Any]] = {}
+        # ids of started tasks by (ns, node) whose update has not come yet: an `updates`
+        # part names its node but not its task
+        self._unreported: dict[tuple[str, str], list[str]] = {}
+        # tasks whose node.updated an earlier attempt logged (set by the execution on a
+        # resume): their writes come back as cached updates, logged again only if missing
+        self.logged_tasks: set[str] = set()
         self.interrupts: list[Any] = []
 
     def feed(self, part: dict[str, Any]) -> None:
@@ -78,25 +84,37 @@ class Translator:
             return
         self.flush_messages()
         if kind == "updates" and isinstance(data, dict):
-            if (data.get("__metadata__") or {}).get("cached"):
-                return  # a resumed step replaying writes that were already logged
+            cached = bool((data.get("__metadata__") or {}).get("cached"))
             for node, update in data.items():
                 if node == "__interrupt__":
-                    # Becomes a wait (wait.started) once the run parks; no event of its own.
-                    self.interrupts.extend(update if isinstance(update, list | tuple) else [update])
-                elif not node.startswith("__"):
-                    self._sink.put(
-                        EventDraft(
-                            "node.updated", {"node": node, "ns": ns, "update": to_jsonable(update)}
+                    if not cached:  # becomes a wait (wait.started) once the run parks
+                        self.interrupts.extend(
+                            update if isinstance(update, list | tuple) else [update]
                         )
-                    )
+                elif not node.startswith("__"):
+                    self._updated(ns, node, update, cached)
         elif kind == "custom":
             self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))
+
+    def _updated(self, ns: str, node: str, update: Any, cached: bool) -> None:
+        """``node.updated``, once per task. A resumed step hands back, as cached updates,
+        the writes its tasks saved before the crash; the event of such a task may or may
+        not have reached the log (the writes and the event are two transactions, and the
+        process can die between them), so it is logged now unless the log has it."""
+        waiting = self._unreported.get((ns, node))
+        task = waiting.pop(0) if waiting else None
+        if cached and task is not None:
+            self._replayed(f"{ns}|{task}")
+        if cached and (task is None or task in self.logged_tasks):
+            return
+        data = {"node": node, "ns": ns, "update": to_jsonable(update), "task": task}
+        self._sink.put(EventDraft("node.updated", data))
 
     def _task(self, data: dict[str, Any], ns: str) -> None:
         key = f"{ns}|{data.get('id')}"
         if "input" in data:
             name = str(data.get("name"))
+            self._unreported.setdefault((ns, name), []).append(str(data.get("id")))
             self._steps[key] = (name, time.monotonic(), tracing.start_node(name))
             if self._activity is not None:
                 self._activity.start(key, name)
@@ -104,8 +122,20 @@ class Translator:
         started = self._steps.pop(key, None)
         if started is not None:
             name, began, span = started
+            waiting = self._unreported.get((ns, name))
+            if waiting and data.get("id") in waiting:  # ended without an update (error)
+                waiting.remove(str(data.get("id")))
             metrics.STEP_DURATION.labels(node=name).observe(time.monotonic() - began)
             tracing.end_node(span, data.get("error"))
+        if self._activity is not None:
+            self._activity.end(key)
+
+    def _replayed(self, key: str) -> None:
+        """A cached task announced itself as started but will not run (and LangGraph sends
+        no result for it): it is not in flight, and took no time worth measuring."""
+        started = self._steps.pop(key, None)
+        if started is not None:
+            tracing.end_node(started[2], None)
         if self._activity is not None:
             self._activity.end(key)
 

@@ -14,9 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost, StoreUnavailable
@@ -37,6 +35,7 @@ from outlast.store.base import (
 from outlast.store.common import CommonOps, Tx
 from outlast.store.hub import Hub
 from outlast.store.pg_listen import Listener
+from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
 from outlast.store.rows import (
     dumps,
@@ -50,8 +49,6 @@ from outlast.store.sqlfiles import migrations, queries
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
-
-Conn = psycopg.AsyncConnection[dict[str, Any]]
 
 
 class PostgresStore(CommonOps, Store):
@@ -79,19 +76,7 @@ class PostgresStore(CommonOps, Store):
     async def open(self) -> None:
         if self._pool is not None:
             return
-        # autocommit + dict rows is also what AsyncPostgresSaver requires, so the
-        # checkpointer shares this pool.
-        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            self.url,
-            min_size=self._min_size,
-            max_size=self._max_size,
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            # A connection that died with the server (a restart, a failover) is found
-            # at checkout and replaced, instead of failing the first query after it.
-            check=AsyncConnectionPool.check_connection,
-            open=False,
-            name="outlast",
-        )
+        pool = make_pool(self.url, min_size=self._min_size, max_size=self._max_size)
         try:
             await pool.open(wait=True, timeout=10)
         except Exception as exc:
