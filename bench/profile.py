@@ -39,12 +39,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 from acceptance import burst
 from benchkit import RESULTS, CpuMeter, Outlast, now_iso, query, r, temp_database
 from overhead import outlast_run, throughput
+from streaming import live_once
 
 PROFILES = RESULTS / "profiles"
 PY_SPY = str(Path(sys.executable).with_name("py-spy"))
@@ -137,24 +139,36 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
     fresh database: warm-up, then the load under py-spy. What the load cost, per run."""
     env = {"PYTHONPATH": source} if source else None
     async with temp_database(opts.database_url) as db:
-        server = Outlast(
-            db, concurrency=opts.inflight, no_worker=opts.scenario == "accept", env=env
-        )
+        server = Outlast(db, concurrency=opts.inflight, no_worker=opts.scenario != "runs", env=env)
+        # the stream scenario profiles the API alone; its runs execute in a worker
+        worker = Outlast(db, command="worker", env=env) if opts.scenario == "stream" else None
+        extra: dict[str, float] = {}
         try:
             await server.ready()
+            if worker is not None:
+                await worker.ready()
             limits = httpx.Limits(max_connections=opts.inflight + 10)
             async with httpx.AsyncClient(timeout=120.0, limits=limits) as client:
 
                 async def one() -> str:
                     return await outlast_run(client, server.base)
 
-                async def load(n: int) -> None:
+                async def load(n: int) -> int:
+                    """The load; returns how many units (runs, or deliveries) it was."""
                     if opts.scenario == "runs":
                         await throughput(one, n, opts.inflight)
-                    else:
+                    elif opts.scenario == "accept":
                         await burst(server.base, opts.clients, n, f"p{time.monotonic_ns()}")
+                    else:
+                        emit = SimpleNamespace(stream_events=n, stream_interval=0.1)
+                        out = await live_once(client, server.base, emit, opts.stream_clients)
+                        latency = out["append_to_receipt"]
+                        extra["append_to_receipt_p50_ms"] = latency["p50_ms"]
+                        extra["append_to_receipt_p99_ms"] = latency["p99_ms"]
+                        return int(out["deliveries"])
+                    return n
 
-                await load(40 if opts.scenario == "runs" else 500)  # warm-up, not sampled
+                await load({"runs": 40, "accept": 500, "stream": 20}[opts.scenario])  # warm-up
                 await asyncio.sleep(1.5)  # the statistics of the warm-up reach the server
                 before = await db_counters(db)
                 spy = await asyncio.create_subprocess_exec(
@@ -166,7 +180,7 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
                 await asyncio.sleep(1.0)  # py-spy attaches
                 meter = CpuMeter({"server": server.pid}, db).start()
                 started = time.perf_counter()
-                await load(opts.runs)
+                n = await load(opts.runs)
                 elapsed = time.perf_counter() - started
                 used = meter.stop()
                 spy.send_signal(signal.SIGINT)
@@ -178,9 +192,11 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
                 await asyncio.sleep(1.5)
                 after = await db_counters(db)
         finally:
+            if worker is not None:
+                worker.stop()
             server.stop()
-    n = opts.runs
     return {
+        **extra,
         "runs_per_s": n / elapsed,
         **{f"cpu_ms_per_run_{k}": 1000 * v / n for k, v in used.items()},
         **{f"{k}_per_run": (after[k] - before[k]) / n for k in before},
@@ -217,7 +233,7 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
         "when": now_iso(),
         "load_average_at_start": [r(x) for x in os.getloadavg()],
         "runs": opts.runs,
-        "in_flight": opts.inflight if opts.scenario == "runs" else opts.clients,
+        "in_flight": {"runs": opts.inflight, "accept": opts.clients, "stream": 1}[opts.scenario],
         "repeat": opts.repeat,
         "rate": opts.rate,
         "versions": {},
@@ -237,7 +253,11 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
 
 def markdown(res: dict[str, Any]) -> str:
     vs = res["versions"]
-    what = "runs of the 10-node graph" if res["scenario"] == "runs" else "accepted runs"
+    what = {
+        "runs": "runs of the 10-node graph",
+        "accept": "accepted runs",
+        "stream": "events to 100 SSE clients",
+    }[res["scenario"]]
     lines = [
         f"# Profile of `outlast serve`, {res['scenario']}: {', '.join(vs)} ({res['when']})",
         "",
@@ -277,8 +297,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a version to profile: a label and a checkout of outlast (run from that "
         "folder through PYTHONPATH; empty = the installed one); repeat to compare",
     )
-    ap.add_argument("--scenario", choices=("runs", "accept"), default="runs")
-    ap.add_argument("--runs", type=int, default=400, help="runs (or POSTs) while sampling")
+    ap.add_argument(
+        "--scenario",
+        choices=("runs", "accept", "stream"),
+        default="runs",
+        help="runs: the 10-node graph end to end; accept: POST only (--no-worker); stream: "
+        "the API fanning one run's events out to --stream-clients (per-run figures are "
+        "then per delivery)",
+    )
+    ap.add_argument(
+        "--runs", type=int, default=400, help="runs (POSTs; events for stream) while sampling"
+    )
+    ap.add_argument("--stream-clients", type=int, default=100, help="stream: SSE clients")
     ap.add_argument("--repeat", type=int, default=1, help="repetitions of each version")
     ap.add_argument("--inflight", type=int, default=10, help="runs: in flight at a time")
     ap.add_argument("--clients", type=int, default=32, help="accept: concurrent clients")

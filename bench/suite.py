@@ -246,6 +246,16 @@ def rows(res: dict[str, Any], opts: Any) -> list[tuple[str, str, str, str, str]]
                 verdict(a["runs_per_s"] >= 1000),
             )
         )
+        if "two_processes_runs_per_s" in a:
+            out.append(
+                (
+                    f"accept, {a['clients']} clients over two `outlast serve --no-worker`",
+                    f"**{a['two_processes_runs_per_s']:.0f} runs/s**",
+                    f"all {a['two_processes_all']}; the scale-out deployment, same database",
+                    AIMS["accept"],
+                    verdict(a["two_processes_runs_per_s"] >= 1000),
+                )
+            )
     if not missing("stream"):
         s = res["stream"]
         few = s["few_clients"]
@@ -390,7 +400,9 @@ def notes(o: Any) -> dict[str, str]:
         "accept": f"{o.accept_requests} requests per repetition, closed loop: each client one "
         "keep-alive connection and a new `Idempotency-Key` per request (a lean HTTP client, "
         "so the client's CPU stays small); rate = requests / wall time; p50/p99 per "
-        "repetition, median over repetitions.",
+        "repetition, median over repetitions. Two processes: the same load with the clients "
+        "split between two API processes on the same database, right after the single one "
+        "in each repetition.",
         "stream": f"API and worker as two processes; {o.stream_clients} clients attach to a "
         f"parked `emitter` run, then it emits {o.stream_events} events "
         f"{1000 * o.stream_interval:g} ms apart (outlast coalesces model tokens into at most "

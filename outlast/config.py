@@ -80,6 +80,12 @@ class Settings(BaseSettings):
         ge=0,
         description="model token chunks are coalesced into one event per interval",
     )
+    event_carry_window: float = Field(
+        default=0.02,
+        ge=0,
+        description="seconds a step's events wait for the checkpoint write that carries "
+        "them (Postgres); 0 = every batch is its own write",
+    )
 
     # Waits.
     signal_lookback: float = Field(

@@ -36,7 +36,9 @@ async def wait_kind(
     """Poll until the run waits on a ``kind`` wait (it passes through others on the way)."""
     for _ in range(int(timeout / 0.05)):
         snap: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
-        if snap["status"] == "waiting" and snap["wait"]["kind"] == kind:
+        # the run and its waits are two reads: a wait that just ended can leave "waiting"
+        # with no open wait for a moment
+        if snap["status"] == "waiting" and (snap["wait"] or {}).get("kind") == kind:
             return snap
         assert snap["status"] in ("queued", "running", "waiting"), snap
         await asyncio.sleep(0.05)

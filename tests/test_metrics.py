@@ -87,10 +87,15 @@ async def test_metrics_during_and_after_a_run(store: Store) -> None:
         run = await post_run(
             srv.client, input=MESSAGES, config={"configurable": {"step_delay": 0.1}}
         )
-        during = await scrape_until(
-            srv.client, lambda s: total(s, "outlast_runs", status="running") == 1
+        # the row says running as soon as the claim commits; the worker counts the run in
+        # flight a moment later, when the claim's answer reaches it
+        await scrape_until(
+            srv.client,
+            lambda s: (
+                total(s, "outlast_runs", status="running") == 1
+                and total(s, "outlast_worker_runs_in_flight") >= 1
+            ),
         )
-        assert total(during, "outlast_worker_runs_in_flight") >= 1
         await wait_result(srv.client, run["id"])
         after = await scrape_until(
             srv.client,
@@ -131,10 +136,12 @@ async def test_sse_clients_replays_and_gaps(store: Store) -> None:
         before = await scrape(srv.client)
         clients = total(before, "outlast_sse_clients")
         async with srv.client.stream("GET", f"/v1/runs/{run['id']}/events") as response:
-            async for _ in sse_events(response):
-                break  # connected and reading
+            # connected and reading (not `break`: leaving the iterator closes the response)
+            reading = sse_events(response)
+            await anext(reading)
             during = await scrape(srv.client)
             assert total(during, "outlast_sse_clients") == clients + 1
+            await reading.aclose()
         # the server notices the closed connection on its own time
         await scrape_until(srv.client, lambda s: total(s, "outlast_sse_clients") == clients)
         await wait_result(srv.client, run["id"])

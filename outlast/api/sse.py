@@ -17,7 +17,7 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -52,6 +52,10 @@ def _envelope(seq: int | None, type_: str, time_: str, run_id: str, data: Any) -
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
+def encoded(event: Event) -> bytes:
+    return wire(event).encode()
+
+
 def wire(event: Event) -> ServerSentEvent:
     payload: dict[str, Any] = {
         "seq": event.seq,
@@ -68,14 +72,22 @@ def wire(event: Event) -> ServerSentEvent:
 
 
 async def stream(
-    store: Store, run_id: str, after: int, max_seconds: float
-) -> AsyncIterator[ServerSentEvent]:
+    store: Store,
+    run_id: str,
+    after: int,
+    max_seconds: float,
+    stopping: Callable[[], bool] = lambda: False,
+) -> AsyncIterator[ServerSentEvent | bytes]:
+    """The run's events as SSE frames (``bytes`` for log events, encoded once per process
+    in the run's tail). ``stopping`` is asked each time the stream wakes between events:
+    a shutdown ends it cleanly (the caller wakes it through the hub)."""
     # The gauge must come down however the stream ends: its end, an error, or the client
     # going away (the generator is then cancelled or closed); aclosing closes the inner one
     # at once rather than whenever it is collected.
     metrics.SSE_CLIENTS.inc()
     try:
-        async with contextlib.aclosing(_stream(store, run_id, after, max_seconds)) as events:
+        frames = _stream(store, run_id, after, max_seconds, stopping)
+        async with contextlib.aclosing(frames) as events:
             async for item in events:
                 yield item
     finally:
@@ -83,8 +95,8 @@ async def stream(
 
 
 async def _stream(
-    store: Store, run_id: str, after: int, max_seconds: float
-) -> AsyncGenerator[ServerSentEvent, None]:
+    store: Store, run_id: str, after: int, max_seconds: float, stopping: Callable[[], bool]
+) -> AsyncGenerator[ServerSentEvent | bytes, None]:
     deadline = time.monotonic() + max_seconds
     # How long a browser's EventSource waits before it reconnects by itself (with
     # Last-Event-ID); said once per connection, so clients can show when they try next.
@@ -125,7 +137,7 @@ async def _stream(
             wake.clear()
             events = await tail.read(store, run_id, cursor, PAGE)
             for event in events:
-                yield wire(event)
+                yield tail.frame(event, encoded)
                 if event.seq <= connected_at:
                     metrics.SSE_REPLAYED.inc()
                 cursor = event.seq
@@ -136,7 +148,10 @@ async def _stream(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return  # the transport clock ran out; the client resumes from its cursor
-            if not await wait_for(wake, min(remaining, SAFETY_REREAD)):
+            woken = await wait_for(wake, min(remaining, SAFETY_REREAD))
+            if stopping():
+                return  # the server is shutting down: a clean end, the client resumes
+            if not woken:
                 current = await store.get_run(run_id)
                 if current is None or (current.terminal and cursor >= current.last_seq):
                     return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from outlast.store import Event, Store
 
@@ -24,6 +24,17 @@ class Tail:
         self.events: list[Event] = []
         self.lock = asyncio.Lock()
         self.followers = 0
+        # each event's SSE frame, encoded once for all the streams that send it (a
+        # hundred clients used to serialize the same event a hundred times)
+        self._frames: dict[int, bytes] = {}
+
+    def frame(self, event: Event, encode: Callable[[Event], bytes]) -> bytes:
+        cached = self._frames.get(event.seq)
+        if cached is None:
+            cached = encode(event)
+            if self.events and event.seq >= self.events[0].seq:
+                self._frames[event.seq] = cached  # a replay's old events are not kept
+        return cached
 
     async def read(self, store: Store, run_id: str, cursor: int, limit: int) -> list[Event]:
         if self.events and cursor < self.events[0].seq - 1:
@@ -38,6 +49,9 @@ class Tail:
             elif fresh:
                 self.events = list(fresh)  # not contiguous with the cache: start over
             del self.events[:-KEEP]
+            if len(self._frames) > KEEP:
+                oldest = self.events[0].seq
+                self._frames = {k: v for k, v in self._frames.items() if k >= oldest}
             return fresh
 
 

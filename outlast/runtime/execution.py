@@ -130,6 +130,7 @@ class Execution:
                 LEASE_LOST if isinstance(exc, LeaseLost) else STORE_FAILED
             ),
             max_bytes=self.settings.max_event_bytes,
+            carry_window=self.settings.event_carry_window if self.store.carries_events else 0,
         )
         self._sink = sink
         activity = ActivityTracker(
@@ -189,7 +190,7 @@ class Execution:
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
         run = self.run
-        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease))
+        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease, sink))
         config = run_config(run)
         # LangGraph's `runtime.heartbeat()` inside nodes renews the activity lease: the run's
         # Runtime inherits the heartbeat of the parent runtime seeded here (the seam

@@ -5,6 +5,16 @@ background task. While a write is in flight new events accumulate and go out tog
 in the next one, so an idle run pays one round trip per event and a busy run batches
 itself, with no timer in the way. A fenced-off write (``LeaseLost``) stops the sink and
 tells the execution, which stops the graph: the run belongs to someone else now.
+
+Carried events. A store that can (Postgres) lets the run's checkpoint writes carry the
+sink's pending events in their own transaction (``lend``/``settle``): a step's
+``node.updated`` then costs no round trip and no transaction of its own, and lands
+atomically with the checkpoint write that carried it. LangGraph saves a task's writes
+a moment *before* it streams the task's update, so the sink holds a batch that ends a
+step (``node.updated``) for up to ``carry_window`` seconds, for the next checkpoint
+write to take; anything else (custom events, model deltas: what a client watches live)
+is written at once, as before. One write of the run's events is in flight at a time,
+the sink's own or a lent one, so seqs keep the order of ``put``.
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ from outlast.store import EventDraft, Lease, Store
 log = logging.getLogger(__name__)
 
 _RETRIES = 5
+# Events that end a step: a checkpoint write follows them closely.
+_STEP_ENDS = frozenset({"node.updated"})
 
 
 class SinkClosed(Exception):
@@ -34,6 +46,7 @@ class EventSink:
         lease: Lease,
         on_error: Callable[[BaseException], None],
         max_bytes: int = 256_000,
+        carry_window: float = 0.0,
     ) -> None:
         self._max_bytes = max_bytes
         self._store = store
@@ -43,8 +56,13 @@ class EventSink:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._busy = False  # a write of this run's events is in flight (own or lent)
+        self._carried = asyncio.Event()  # a lent batch was settled (or the hold is cut)
+        self.carry_window = carry_window
         self.error: BaseException | None = None
         self.last_seq = 0
+        self.writes = 0  # the sink's own appends
+        self.carried = 0  # batches that rode in a checkpoint write
         self._task = asyncio.create_task(self._loop(), name=f"outlast-sink-{lease.run_id}")
 
     def put(self, draft: EventDraft) -> None:
@@ -56,6 +74,7 @@ class EventSink:
 
     async def flush(self) -> None:
         """Wait until everything put so far is stored (or the sink failed)."""
+        self._carried.set()  # no holding back what someone waits for
         await self._idle.wait()
         if self.error is not None:
             raise self.error
@@ -67,11 +86,49 @@ class EventSink:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
 
+    # -- carried by checkpoint writes --------------------------------------------------
+
+    def lend(self) -> list[EventDraft] | None:
+        """The pending events, for a write about to go out that will append them in its
+        own transaction; None when there are none or a write of them is in flight. The
+        borrower must call ``settle`` with the outcome."""
+        if self._busy or not self._buffer or self.error is not None:
+            return None
+        self._busy = True
+        batch, self._buffer = self._buffer, []
+        return batch
+
+    def settle(self, batch: list[EventDraft], seq: int | None) -> None:
+        """The lent batch was stored with its last event at ``seq``, or (None) its write
+        failed and stored nothing: then the events go back, ahead of newer ones, for the
+        sink to write (or to fail on, with the error the execution must see)."""
+        self._busy = False
+        if seq is None:
+            self._buffer[:0] = batch
+        else:
+            self.last_seq = seq
+            self.carried += 1
+            self._carried.set()
+        if self._buffer:
+            self._wake.set()
+        else:
+            self._idle.set()
+
+    # -- the sink's own writes ---------------------------------------------------------
+
     async def _loop(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._buffer:
+            if self.carry_window > 0 and self._ends_step():
+                self._carried.clear()
+                # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that
+                # arrives as the wait completes (close() does both), and the task hangs
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.carry_window):
+                        await self._carried.wait()
+            while self._buffer and not self._busy:
+                self._busy = True
                 batch, self._buffer = self._buffer, []
                 try:
                     self.last_seq = await self._write(batch)
@@ -80,13 +137,21 @@ class EventSink:
                     self._idle.set()
                     self._on_error(exc)
                     return
-            self._idle.set()
+                finally:
+                    self._busy = False
+            if not self._buffer and not self._busy:
+                self._idle.set()
+
+    def _ends_step(self) -> bool:
+        return any(d.type in _STEP_ENDS for d in self._buffer)
 
     async def _write(self, batch: list[EventDraft]) -> int:
         delay = 0.05
         for attempt in range(_RETRIES):
             try:
-                return await self._store.append(self._lease, batch)
+                seq = await self._store.append(self._lease, batch)
+                self.writes += 1
+                return seq
             except LeaseLost:
                 raise
             except Exception as exc:

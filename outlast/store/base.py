@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -102,6 +102,15 @@ class EventDraft:
 
     type: str
     data: dict[str, Any]
+
+
+class EventLender(Protocol):
+    """A run's event sink, as a checkpoint write sees it: it may borrow the pending
+    events and append them in its own transaction (``Store.carries_events``)."""
+
+    def lend(self) -> list[EventDraft] | None: ...
+
+    def settle(self, batch: list[EventDraft], seq: int | None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,10 +284,18 @@ class Store(abc.ABC):
     async def ping(self) -> None:
         """Raise StoreUnavailable when the database does not answer."""
 
+    # Whether checkpoint writes can carry the run's pending events (``checkpointer``'s
+    # ``events``): then a sink holds a step's events a moment for them.
+    carries_events: bool = False
+
     @abc.abstractmethod
-    def checkpointer(self, lease: Lease | None = None) -> BaseCheckpointSaver[Any]:
+    def checkpointer(
+        self, lease: Lease | None = None, events: EventLender | None = None
+    ) -> BaseCheckpointSaver[Any]:
         """A LangGraph saver for one run over the shared connections; with a lease, its
-        writes are fenced like every other worker write (where the backend can)."""
+        writes are fenced like every other worker write (where the backend can), and
+        with ``events`` they append the run's pending events in their own transaction
+        (where ``carries_events``)."""
 
     # -- acceptance and reads ------------------------------------------------------------
 

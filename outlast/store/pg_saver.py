@@ -27,7 +27,7 @@ read no result inside the block, so no Sync splits the transaction.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,17 +38,29 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
-from outlast.store.base import Lease
+from outlast.store.base import EventDraft, EventLender, Lease
 
 _FENCE = "SELECT outlast_fence(%s, %s, %s)"
 _FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
 
 
+# The store's fenced append: (statement, parameters) for a lease and a batch.
+AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
+
+
 class FencedPostgresSaver(AsyncPostgresSaver):
-    def __init__(self, pool: AsyncConnectionPool[Any], lease: Lease | None) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        lease: Lease | None,
+        events: EventLender | None = None,
+        append: AppendStatement | None = None,
+    ) -> None:
         super().__init__(pool)
         self.pool = pool
         self.lease = lease
+        self.events = events if lease is not None and append is not None else None
+        self.append = append
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -58,11 +70,24 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                     yield cur
                 return
             lease = self.lease
+            # The run's pending events ride along: one more statement in the same
+            # implicit transaction, so they land with this write or not at all.
+            batch = self.events.lend() if self.events is not None else None
+            seq: int | None = None
             try:
-                async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
-                    if lease is not None:
-                        await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
-                    yield cur
+                async with conn.cursor(row_factory=dict_row) as carried:
+                    async with (
+                        conn.pipeline(),
+                        conn.cursor(binary=True, row_factory=dict_row) as cur,
+                    ):
+                        if lease is not None:
+                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
+                        if batch and lease is not None and self.append is not None:
+                            await carried.execute(*self.append(lease, batch))
+                        yield cur
+                    if batch:  # the pipeline is synced: the append's row is here
+                        row = await carried.fetchone()
+                        seq = int(row["seq"]) if row is not None else None
             except psycopg.Error as exc:
                 if lease is not None and exc.sqlstate == _FENCE_REFUSED:
                     raise LeaseLost(
@@ -70,3 +95,6 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                         f"{lease.epoch} is no longer held"
                     ) from exc
                 raise
+            finally:
+                if batch and self.events is not None:
+                    self.events.settle(batch, seq)

@@ -22,6 +22,7 @@ from outlast.store.base import (
     Effect,
     Event,
     EventDraft,
+    EventLender,
     HeldRun,
     Lease,
     NewRun,
@@ -139,8 +140,12 @@ class PostgresStore(CommonOps, Store):
         except Exception as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def checkpointer(self, lease: Lease | None = None) -> AsyncPostgresSaver:
-        return FencedPostgresSaver(self.pool, lease)
+    carries_events = True
+
+    def checkpointer(
+        self, lease: Lease | None = None, events: EventLender | None = None
+    ) -> AsyncPostgresSaver:
+        return FencedPostgresSaver(self.pool, lease, events, self._append_statement)
 
     async def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -211,18 +216,26 @@ class PostgresStore(CommonOps, Store):
     def _lease_params(self, lease: Lease) -> dict[str, Any]:
         return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
 
+    def _append_statement(
+        self, lease: Lease, events: Sequence[EventDraft]
+    ) -> tuple[str, dict[str, Any]]:
+        """The fenced append as a statement and its parameters, for ``append`` and for a
+        checkpoint write that carries the events (pg_saver.py). It returns the last seq,
+        or no row when the lease is not held."""
+        params = {
+            **self._lease_params(lease),
+            "n": len(events),
+            "types": [e.type for e in events],
+            "datas": [dumps(e.data) for e in events],
+        }
+        return self._q["append"], params
+
     async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
         if not events:
             raise ValueError("append needs at least one event")
-        rows = await self._fetch(
-            "append",
-            {
-                **self._lease_params(lease),
-                "n": len(events),
-                "types": [e.type for e in events],
-                "datas": [dumps(e.data) for e in events],
-            },
-        )
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(*self._append_statement(lease, events))
+            rows = await cur.fetchall()
         if not rows:
             raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
         seq: int = rows[0]["seq"]

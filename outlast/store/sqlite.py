@@ -25,6 +25,7 @@ from outlast.store.base import (
     Effect,
     Event,
     EventDraft,
+    EventLender,
     HeldRun,
     Lease,
     NewRun,
@@ -159,7 +160,9 @@ class SqliteStore(CommonOps, Store):
         except Exception as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def checkpointer(self, lease: Lease | None = None) -> AsyncSqliteSaver:
+    def checkpointer(
+        self, lease: Lease | None = None, events: EventLender | None = None
+    ) -> AsyncSqliteSaver:
         """One saver for the process. Not fenced: checkpoints live in another file, so no
         transaction can cover both; on the single-process embedded store the worker
         itself stops a run whose lease it lost (see ARCHITECTURE.md)."""

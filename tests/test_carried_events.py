@@ -1,0 +1,121 @@
+"""On Postgres a run's checkpoint writes carry its pending events: in the same
+transaction, in order with the sink's own writes, and back to the sink if the write
+fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
+
+from outlast.runtime.sink import EventSink
+from outlast.store import EventDraft, Lease
+from outlast.store.postgres import PostgresStore
+from tests.conftest import open_pg
+from tests.util import new_run
+
+
+@pytest.fixture
+async def pg(pg_url: str) -> AsyncIterator[PostgresStore]:
+    store = await open_pg(pg_url)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def _claimed(store: PostgresStore) -> tuple[Lease, str]:
+    new = new_run()
+    run, _ = await store.create_run(new)
+    (claimed,) = await store.claim("w", 30, 1)
+    return Lease(run.id, "w", claimed.lease_epoch), new.thread_id
+
+
+async def _types(store: PostgresStore, run_id: str) -> list[tuple[int, str]]:
+    return [(e.seq, e.type) for e in await store.read_events(run_id, 0, 100)]
+
+
+async def _checkpoint(store: PostgresStore, lease: Lease, sink: EventSink, thread: str) -> None:
+    saver = store.checkpointer(lease, sink)
+    config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    await saver.aput(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not met")
+
+
+async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore) -> None:
+    lease, thread = await _claimed(pg)
+    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
+    try:
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.put(EventDraft("node.updated", {"node": "b"}))
+        await asyncio.sleep(0)  # the sink wakes up and holds them for a checkpoint
+        await _checkpoint(pg, lease, sink, thread)
+        assert (sink.carried, sink.writes) == (1, 0)
+        assert sink.last_seq == 4
+        assert await _types(pg, lease.run_id) == [
+            (1, "run.created"),
+            (2, "run.started"),
+            (3, "node.updated"),
+            (4, "node.updated"),
+        ]
+        await sink.flush()  # nothing left: returns at once
+    finally:
+        await sink.close()
+
+
+async def test_live_events_are_not_held_for_a_checkpoint(pg: PostgresStore) -> None:
+    lease, _ = await _claimed(pg)
+    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
+    try:
+        sink.put(EventDraft("custom", {"n": 1}))  # what a client watches live
+        await _until(lambda: sink.writes == 1)
+        assert (await _types(pg, lease.run_id))[-1] == (3, "custom")
+    finally:
+        await sink.close()
+
+
+async def test_without_a_checkpoint_the_sink_writes_after_the_window(pg: PostgresStore) -> None:
+    lease, _ = await _claimed(pg)
+    sink = EventSink(pg, lease, lambda exc: None, carry_window=0.05)
+    try:
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await _until(lambda: sink.writes == 1)
+        assert sink.carried == 0
+        assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+    finally:
+        await sink.close()
+
+
+async def test_a_failed_carrier_gives_the_events_back_in_order(pg: PostgresStore) -> None:
+    lease, _ = await _claimed(pg)
+    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
+    try:
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await asyncio.sleep(0)
+        saver = pg.checkpointer(lease, sink)
+        with pytest.raises(Exception, match="division by zero"):
+            async with saver._cursor(pipeline=True) as cur:
+                await cur.execute("SELECT 1/0")  # the write fails after the append
+        assert sink.carried == 0
+        sink.put(EventDraft("custom", {"after": True}))
+        await sink.flush()
+        events = await pg.read_events(lease.run_id, 0, 100)
+        assert [(e.seq, e.type) for e in events] == [
+            (1, "run.created"),
+            (2, "run.started"),
+            (3, "node.updated"),  # rolled back with the failed write, then written again
+            (4, "custom"),
+        ]
+        assert sink.last_seq == 4
+    finally:
+        await sink.close()
