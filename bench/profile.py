@@ -195,11 +195,12 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
             if worker is not None:
                 worker.stop()
             server.stop()
+    unit = "delivery" if opts.scenario == "stream" else "run"
     return {
         **extra,
-        "runs_per_s": n / elapsed,
-        **{f"cpu_ms_per_run_{k}": 1000 * v / n for k, v in used.items()},
-        **{f"{k}_per_run": (after[k] - before[k]) / n for k in before},
+        {"run": "runs_per_s", "delivery": "deliveries_per_s"}[unit]: n / elapsed,
+        **{f"cpu_ms_per_{unit}_{k}": 1000 * v / n for k, v in used.items()},
+        **{f"{k}_per_{unit}": (after[k] - before[k]) / n for k in before},
     }
 
 
@@ -226,8 +227,8 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
             raw = RAW / f"{label}-{opts.scenario}-{rep}.collapsed"
             figures[label].append(await profile_once(opts, versions[label], raw))
             raws[label].append(raw)
-            rate = figures[label][-1]["runs_per_s"]
-            print(f"  {label} {rep + 1}/{opts.repeat}: {rate:.1f} runs/s")
+            rate = next(v for k, v in figures[label][-1].items() if k.endswith("_per_s"))
+            print(f"  {label} {rep + 1}/{opts.repeat}: {rate:.1f}/s")
     out: dict[str, Any] = {
         "scenario": opts.scenario,
         "when": now_iso(),

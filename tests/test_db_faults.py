@@ -118,8 +118,8 @@ async def test_a_checkpoint_write_that_fails_requeues_the_run(store: Any) -> Non
     real = store.checkpointer
     failed: list[int] = []
 
-    def flaky(lease: Any = None) -> Any:
-        saver = real(lease)
+    def flaky(lease: Any = None, events: Any = None) -> Any:
+        saver = real(lease, events)
         original = saver.aput
         count = {"n": 0}
 

@@ -112,6 +112,12 @@ class Worker:
                     await self._slot_freed.wait()
                     continue
                 wake.clear()
+                if self.held:
+                    # The busier this worker, the longer it lets others claim first, also
+                    # when a NOTIFY wakes them all: new runs go to the least loaded worker
+                    # instead of to whichever process wakes first (which, once it is the
+                    # faster one, would take every run that arrives one by one).
+                    await asyncio.sleep(0.05 * len(self.held) / settings.worker_concurrency)
                 # A small batch, then claim again: every worker woken by the same burst
                 # gets its share instead of the fastest taking all of it.
                 batch = min(free, settings.claim_batch)
@@ -124,10 +130,6 @@ class Worker:
                 for run in runs:
                     faults.fault_point(faults.AFTER_CLAIM)
                     self._start(Execution(self.store, self.registry, settings, run, self.id))
-                if runs:
-                    # The busier this worker, the longer it lets others claim first: a
-                    # burst is shared by load instead of going to whoever woke first.
-                    await asyncio.sleep(0.05 * len(self.held) / settings.worker_concurrency)
                 if len(runs) < batch:
                     # Nothing more to take: sleep until a NOTIFY, a stop, or the safety net.
                     waiter = asyncio.ensure_future(wake.wait())
