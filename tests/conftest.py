@@ -103,3 +103,14 @@ async def store(
         yield s
     finally:
         await s.close()
+
+
+@pytest.fixture
+async def pg(pg_url: str) -> AsyncIterator[PostgresStore]:
+    """A Postgres store for the tests of Postgres-only mechanisms (fencing, the pool,
+    carried events)."""
+    store = await open_pg(pg_url)
+    try:
+        yield store
+    finally:
+        await store.close()

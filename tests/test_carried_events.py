@@ -5,7 +5,7 @@ fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -14,17 +14,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease
 from outlast.store.postgres import PostgresStore
-from tests.conftest import open_pg
 from tests.util import new_run
-
-
-@pytest.fixture
-async def pg(pg_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_pg(pg_url)
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def _claimed(store: PostgresStore) -> tuple[Lease, str]:

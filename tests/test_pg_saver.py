@@ -4,7 +4,6 @@ that lost its lease are refused whole, and the pool's connection comes back clea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -13,17 +12,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from outlast.errors import LeaseLost
 from outlast.store import Lease
 from outlast.store.postgres import PostgresStore
-from tests.conftest import open_pg
 from tests.util import new_run
-
-
-@pytest.fixture
-async def pg(pg_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_pg(pg_url)
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def _counts(store: PostgresStore) -> tuple[int, int, int]:
