@@ -148,9 +148,13 @@ async def _stream(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return  # the transport clock ran out; the client resumes from its cursor
-            woken = await wait_for(wake, min(remaining, SAFETY_REREAD))
+            # Asked before waiting too: a wake-up published before this pass cleared
+            # `wake` would otherwise be lost until the safety re-read.
             if stopping():
                 return  # the server is shutting down: a clean end, the client resumes
+            woken = await wait_for(wake, min(remaining, SAFETY_REREAD))
+            if stopping():
+                return
             if not woken:
                 current = await store.get_run(run_id)
                 if current is None or (current.terminal and cursor >= current.last_seq):
