@@ -345,9 +345,13 @@ def test_answer_a_run_that_is_not_waiting_is_refused(server: str) -> None:
 
 
 def test_one_shot_command_gives_up_when_unreachable() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
-    started = time.monotonic()
-    result = outlast("status", str(uuid.uuid4()), "--server", url, "--timeout", "1", timeout=30)
+    # A port bound but never listening: connections are refused, and no server of a test
+    # running in parallel can take it meanwhile (a merely free port once could)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}"
+        started = time.monotonic()
+        result = outlast("status", str(uuid.uuid4()), "--server", url, "--timeout", "1", timeout=30)
     assert result.returncode == 3, result.stderr
     assert f"server unreachable at {url}, retrying in" in result.stderr
     assert "gave up after 1 s" in result.stderr
