@@ -5,7 +5,8 @@ fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -22,6 +23,17 @@ async def _claimed(store: PostgresStore) -> tuple[Lease, str]:
     run, _ = await store.create_run(new)
     (claimed,) = await store.claim("w", 30, 1)
     return Lease(run.id, "w", claimed.lease_epoch), new.thread_id
+
+
+@contextlib.asynccontextmanager
+async def _sink(store: PostgresStore, window: float) -> AsyncIterator[tuple[EventSink, Lease, str]]:
+    """A claimed run's sink, holding step events for ``window`` seconds."""
+    lease, thread = await _claimed(store)
+    sink = EventSink(store, lease, lambda exc: None, carry_window=window)
+    try:
+        yield sink, lease, thread
+    finally:
+        await sink.close()
 
 
 async def _types(store: PostgresStore, run_id: str) -> list[tuple[int, str]]:
@@ -43,9 +55,7 @@ async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore) -> None:
-    lease, thread = await _claimed(pg)
-    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
-    try:
+    async with _sink(pg, 30.0) as (sink, lease, thread):
         sink.put(EventDraft("node.updated", {"node": "a"}))
         sink.put(EventDraft("node.updated", {"node": "b"}))
         await asyncio.sleep(0)  # the sink wakes up and holds them for a checkpoint
@@ -59,37 +69,25 @@ async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore
             (4, "node.updated"),
         ]
         await sink.flush()  # nothing left: returns at once
-    finally:
-        await sink.close()
 
 
 async def test_live_events_are_not_held_for_a_checkpoint(pg: PostgresStore) -> None:
-    lease, _ = await _claimed(pg)
-    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
-    try:
+    async with _sink(pg, 30.0) as (sink, lease, _):
         sink.put(EventDraft("custom", {"n": 1}))  # what a client watches live
         await _until(lambda: sink.writes == 1)
         assert (await _types(pg, lease.run_id))[-1] == (3, "custom")
-    finally:
-        await sink.close()
 
 
 async def test_without_a_checkpoint_the_sink_writes_after_the_window(pg: PostgresStore) -> None:
-    lease, _ = await _claimed(pg)
-    sink = EventSink(pg, lease, lambda exc: None, carry_window=0.05)
-    try:
+    async with _sink(pg, 0.05) as (sink, lease, _):
         sink.put(EventDraft("node.updated", {"node": "a"}))
         await _until(lambda: sink.writes == 1)
         assert sink.carried == 0
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
-    finally:
-        await sink.close()
 
 
 async def test_a_failed_carrier_gives_the_events_back_in_order(pg: PostgresStore) -> None:
-    lease, _ = await _claimed(pg)
-    sink = EventSink(pg, lease, lambda exc: None, carry_window=30.0)
-    try:
+    async with _sink(pg, 30.0) as (sink, lease, _):
         sink.put(EventDraft("node.updated", {"node": "a"}))
         await asyncio.sleep(0)
         saver = pg.checkpointer(lease, sink)
@@ -107,5 +105,3 @@ async def test_a_failed_carrier_gives_the_events_back_in_order(pg: PostgresStore
             (4, "custom"),
         ]
         assert sink.last_seq == 4
-    finally:
-        await sink.close()

@@ -75,7 +75,7 @@ async def _died_after_writes(store: Store) -> tuple[str, dict[str, str]]:
 
 
 async def _resume(store: Store, run_id: str) -> dict[str, Any]:
-    await asyncio.sleep(0.3)  # the ghost's 200 ms lease passes; the reaper requeues it
+    # the server's reaper requeues the run once the ghost's 200 ms lease has passed
     async with serve(store) as server:
         return await wait_result(server.client, run_id)
 
