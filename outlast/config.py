@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     retention_interval: float = Field(default=60.0, gt=0)
 
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    cors_origins: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="origins browsers may call from (Studio, Agent Chat UI, your pages)",
+    )
 
     # Principals and limits (issue 8). Keys: "principal:key" pairs, or a file of digests.
     api_keys: str | None = Field(default=None, repr=False)

@@ -53,9 +53,9 @@ def pg_url() -> Iterator[str]:
 _migrated: set[str] = set()
 
 TABLES = (
-    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_runs, checkpoints,"
-    " checkpoint_blobs,"
-    " checkpoint_writes"
+    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
+    " outlast_runs, outlast_threads, outlast_assistant_versions, outlast_assistants,"
+    " checkpoints, checkpoint_blobs, checkpoint_writes"
 )
 
 

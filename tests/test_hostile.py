@@ -65,7 +65,17 @@ FUZZ = settings(
 )
 # The pure properties are cheap, but their JSON strategies are not: fewer, richer examples.
 PROPERTIES = settings(max_examples=50, deadline=None)
-TABLES = ("outlast_runs", "outlast_events", "outlast_waits", "outlast_signals", "outlast_effects")
+TABLES = (
+    "outlast_runs",
+    "outlast_events",
+    "outlast_waits",
+    "outlast_signals",
+    "outlast_effects",
+    "outlast_threads",
+    "outlast_lg_runs",
+    "outlast_assistants",
+    "outlast_assistant_versions",
+)
 IDEMPOTENCY_KEYS = ("hostile-1", "hostile-2")
 often = st.sampled_from([True, True, True, False])
 GRAPHS = ("steps", "asks", "human_typed", "eventual", "boom")
@@ -208,12 +218,22 @@ def _content_type(headers: Any) -> str:
     return ""
 
 
-def _verdict(status: int, ctype: str, text: str, before: Any, after: Any) -> list[str]:
-    """What is wrong with one answer (nothing, usually)."""
+def _verdict(
+    status: int, ctype: str, text: str, before: Any, after: Any, path: str = "/v1"
+) -> list[str]:
+    """What is wrong with one answer (nothing, usually). The LangGraph face answers
+    errors as its clients read them, ``{"detail": "..."}``; ``/v1`` with problem details."""
     found = []
     if status >= 500:
         found.append(f"server error {status}")
-    if 400 <= status < 600:
+    if 400 <= status < 600 and not path.startswith("/v1"):
+        try:
+            detail = json.loads(text).get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        if not isinstance(detail, str) or not detail:
+            found.append(f"{status} on the LangGraph face without a string detail")
+    elif 400 <= status < 600:
         if ctype.split(";")[0].strip() != "application/problem+json":
             found.append(f"{status} with content-type {ctype!r}, not application/problem+json")
         else:
@@ -269,7 +289,14 @@ class Fuzzer:
                     response = case.call(base_url=self.url, session=self.session, timeout=20)
                     after = _state(self.db)
                     status, text = response.status_code, response.text
-                    found = _verdict(status, _content_type(response.headers), text, before, after)
+                    found = _verdict(
+                        status,
+                        _content_type(response.headers),
+                        text,
+                        before,
+                        after,
+                        case.operation.path,
+                    )
                     try:
                         case.validate_response(
                             response, checks=[not_a_server_error, negative_data_rejection]
@@ -300,7 +327,9 @@ class Fuzzer:
             )
             after = _state(self.db)
             status, text = response.status_code, response.text
-            found = _verdict(status, _content_type(response.headers), text, before, after)
+            found = _verdict(
+                status, _content_type(response.headers), text, before, after, request.path
+            )
             repro = f"{request}\n  -> {status} {text[:300]}"
             self.record(f"hostile {request.method} {request.route}", status, found, repro)
 

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
 from outlast import __version__
-from outlast.api import console, problems
+from outlast.api import console, lg, problems
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
@@ -39,9 +39,14 @@ class OutlastAPI(FastAPI):
     keys: KeyRing = KeyRing()
     limiter: RateLimiter = RateLimiter(0)
 
+    cors_origins: tuple[str, ...] = ("*",)
+
     def build_middleware_stack(self) -> ASGIApp:
         inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter)
-        return BodyLimitProblems(inner, self.max_body_size or 0)
+        # CORS outside authentication: a browser's preflight carries no key.
+        return lg.cors(
+            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)), self.cors_origins
+        )
 
 
 def create_app(
@@ -84,11 +89,13 @@ def create_app(
     )
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)
+    app.cors_origins = tuple(settings.cors_origins)
     problems.install(app)
     app.include_router(runs_router)
     app.include_router(waits_router)
     app.include_router(threads_router)
     app.include_router(metrics_router)
+    lg.install(app)
     console.install(app)
 
     @app.get("/healthz", tags=["health"])

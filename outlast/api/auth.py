@@ -7,7 +7,8 @@ a leaked file or a memory dump does not give out a working key. A key is looked 
 digest, so the lookup's timing depends on the digest, never on how much of a guess was
 right.
 
-With keys configured every route needs ``Authorization: Bearer <key>``, except the
+With keys configured every route needs ``Authorization: Bearer <key>`` (or ``x-api-key:
+<key>``, as LangGraph's SDKs send it), except the
 health checks, the console's static page and the OpenAPI document (they hold no data).
 A browser's ``EventSource`` cannot send headers, so the events stream also takes
 ``?access_token=``. Without keys every caller is the anonymous principal ``""`` and the
@@ -32,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outlast.errors import OutlastError
 
-PUBLIC = re.compile(r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*)?$")
+PUBLIC = re.compile(r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*|info|ok)?$")
 STREAM = re.compile(r"^/v1/runs/[^/]+/events$")
 
 
@@ -113,6 +114,9 @@ def _token(scope: Scope) -> str | None:
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
             return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+        if name == b"x-api-key":  # what LangGraph's SDKs send (LANGGRAPH_API_KEY)
+            token = value.decode("latin-1").strip()
+            return token or None
     if STREAM.match(scope["path"]):
         tokens = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("access_token")
         return tokens[0] if tokens else None

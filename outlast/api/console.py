@@ -16,7 +16,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from outlast.api.runs import ctx_of, get_run_or_404
+from outlast.api.edge import ctx_of, get_run_or_404
 
 STATIC = Path(__file__).parent / "static"
 CHECKPOINTS_COUNTED = 1000

@@ -1,7 +1,10 @@
-"""RFC 9457 problem details for every error the API returns.
+"""Every error the API returns, built in one place for both faces.
 
-A client always gets ``application/problem+json`` with a ``title`` and a ``detail`` it
-can show as written, and ``retryable`` so it knows whether trying again can help.
+On ``/v1`` a client gets RFC 9457 ``application/problem+json`` with a ``title`` and a
+``detail`` it can show as written, and ``retryable`` so it knows whether trying again can
+help. On the LangGraph face (``api/lg``) the same error has the shape LangGraph's SDKs
+read, ``{"detail": "..."}`` with the same status: the SDKs raise typed errors from the
+status and show ``detail``.
 """
 
 from __future__ import annotations
@@ -53,19 +56,44 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
+# The LangGraph face's paths (api/lg): its clients expect {"detail": ...} bodies.
+LANGGRAPH_PREFIXES = ("/assistants", "/threads", "/runs", "/store", "/info", "/ok")
+
+
+def langgraph_face(path: str) -> bool:
+    return path.startswith(LANGGRAPH_PREFIXES)
+
+
+def error(
+    request: Request,
+    status: int,
+    detail: str,
+    *,
+    title: str | None = None,
+    retryable: bool = False,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    """The error response for the face the request came through."""
+    if langgraph_face(request.url.path):
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+    return problem(status, detail, title=title, retryable=retryable, headers=headers, **extra)
+
+
 def _location(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in loc if p != "body") or "body"
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(OutlastError)
-    async def outlast_error(_: Request, exc: OutlastError) -> JSONResponse:
+    async def outlast_error(request: Request, exc: OutlastError) -> JSONResponse:
         # A limit names itself ("limit") and says when to come back (Retry-After).
         retry_after = getattr(exc, "retry_after", 1)
         headers = {"Retry-After": str(retry_after)} if exc.retryable else None
         limit = getattr(exc, "limit", None)
         extra = {"limit": limit} if limit else {}
-        return problem(
+        return error(
+            request,
             exc.status,
             str(exc),
             title=exc.title,
@@ -75,7 +103,7 @@ def install(app: FastAPI) -> None:
         )
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
             {"location": _location(e.get("loc", ())), "message": e.get("msg", "")}
             for e in exc.errors()
@@ -83,20 +111,22 @@ def install(app: FastAPI) -> None:
         json_invalid = any(e.get("type") == "json_invalid" for e in exc.errors())
         detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors) or "invalid request"
         if json_invalid:
-            return problem(400, f"request body is not valid JSON ({detail})", errors=errors)
-        return problem(422, detail, errors=errors)
+            return error(request, 400, f"request body is not valid JSON ({detail})", errors=errors)
+        return error(request, 422, detail, errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "")
         if exc.status_code == 404 and detail == "Not Found":
             detail = "no such resource"
         extra: dict[str, Any] = {}
         if exc.status_code == 413:  # FastAPI's body limit, met while the body streamed in
             extra["limit"] = "max_body_bytes"
-        return problem(exc.status_code, detail, headers=dict(exc.headers or {}) or None, **extra)
+        return error(
+            request, exc.status_code, detail, headers=dict(exc.headers or {}) or None, **extra
+        )
 
     @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        return problem(500, f"internal error ({type(exc).__name__})", retryable=True)
+        return error(request, 500, f"internal error ({type(exc).__name__})", retryable=True)

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
-from outlast.api.runs import accepted, admit, checked_key, ctx_of, run_request, snapshot
+from outlast.api.edge import admit, checked_key, ctx_of
+from outlast.api.runs import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable

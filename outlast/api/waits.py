@@ -14,14 +14,8 @@ import jsonschema
 from fastapi import APIRouter, Header, Path, Request, Response
 
 from outlast.api.context import AppContext
-from outlast.api.runs import (
-    check_size,
-    checked_key,
-    ctx_of,
-    get_run_or_404,
-    location,
-    snapshot,
-)
+from outlast.api.edge import check_size, checked_key, ctx_of, get_run_or_404
+from outlast.api.runs import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
 

@@ -32,6 +32,7 @@ class RunRequest:
     metadata: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
     model: str | None = None  # resolved at acceptance, so every worker uses the same
+    options: dict[str, Any] | None = None  # LangGraph's run options (runtime/options.py)
 
 
 def new_run(
@@ -58,6 +59,8 @@ def new_run(
         "metadata": request.metadata or {},
         "budget": request.budget,
     }
+    if request.options:
+        body["options"] = request.options
     config = dict(request.config or {})
     if request.model is not None:
         configurable = dict(config.get("configurable") or {})
@@ -75,6 +78,7 @@ def new_run(
         fingerprint=fingerprint(body),
         max_attempts=max_attempts,
         principal=principal,
+        options=request.options or None,
     )
 
 

@@ -49,6 +49,8 @@ class NewRun:
     fingerprint: str
     max_attempts: int
     principal: str = ""
+    # What a LangGraph request sets beyond the native fields (runtime/options.py).
+    options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class Run:
     updated_at: dt.datetime
     activity: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
+    options: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:

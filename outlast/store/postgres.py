@@ -169,6 +169,7 @@ class PostgresStore(CommonOps, Store):
             "idempotency_key": new.idempotency_key,
             "fingerprint": new.fingerprint,
             "max_attempts": new.max_attempts,
+            "options": dumps_or_none(new.options),
             "event": dumps({"status": "queued", "graph": new.graph, "thread_id": new.thread_id}),
         }
 

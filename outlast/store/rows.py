@@ -56,6 +56,7 @@ def run_from_row(
         updated_at=updated,
         activity=load(row["activity"]),
         usage=load(row["usage"]),
+        options=load(row["options"]),
     )
 
 

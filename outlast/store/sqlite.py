@@ -198,8 +198,10 @@ class SqliteStore(CommonOps, Store):
             idempotency_key=new.idempotency_key,
             fingerprint=new.fingerprint,
             max_attempts=new.max_attempts,
+            options=dumps_or_none(new.options),
         )
         if rows:
+            await tx.rows("touch_thread", thread_id=new.thread_id, principal=new.principal)
             await tx.rows(
                 "insert_event",
                 run_id=new.id,

@@ -8,15 +8,21 @@
 -- name: insert_run
 WITH ins AS (
     INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
-                              budget, idempotency_key, fingerprint, max_attempts, last_seq)
+                              budget, idempotency_key, fingerprint, max_attempts, last_seq,
+                              options)
     VALUES (%(id)s, %(principal)s, %(thread_id)s, %(graph)s, 'queued', %(input)s::jsonb,
             %(config)s::jsonb, %(metadata)s::jsonb, %(budget)s::jsonb, %(idempotency_key)s,
-            %(fingerprint)s, %(max_attempts)s, 1)
+            %(fingerprint)s, %(max_attempts)s, 1, %(options)s::jsonb)
     ON CONFLICT (principal, idempotency_key) DO NOTHING
     RETURNING *
 ), ev AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, 1, 'run.created', %(event)s::jsonb FROM ins
+), th AS (
+    -- the thread exists from its first run on (LangGraph's clients list threads)
+    INSERT INTO outlast_threads (thread_id, principal)
+    SELECT thread_id, principal FROM ins
+    ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
 SELECT ins.*, pg_notify('outlast_queue', ins.id::text) AS notified FROM ins;
 

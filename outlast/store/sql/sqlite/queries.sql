@@ -6,12 +6,20 @@
 -- name: insert_run
 INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
                           budget, idempotency_key, fingerprint, max_attempts, last_seq,
-                          created_at, updated_at)
+                          created_at, updated_at, options)
 VALUES (:id, :principal, :thread_id, :graph, 'queued', :input, :config, :metadata, :budget,
         :idempotency_key, :fingerprint, :max_attempts, 1,
-        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)
+        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0,
+        :options)
 ON CONFLICT (principal, idempotency_key) DO NOTHING
 RETURNING *;
+
+-- name: touch_thread
+-- the thread exists from its first run on (LangGraph's clients list threads)
+INSERT INTO outlast_threads (thread_id, principal, created_at, updated_at)
+VALUES (:thread_id, :principal, (julianday('now') - 2440587.5) * 86400.0,
+        (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at;
 
 -- name: insert_event
 INSERT INTO outlast_events (run_id, seq, type, data, created_at)

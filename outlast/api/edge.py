@@ -1,0 +1,107 @@
+"""What both faces of the API share at their edge: who is calling, the limits and headers
+every run-creating request is checked against, and how a run is looked up.
+
+The native face (``/v1``) and the LangGraph face (``api/lg``) are two vocabularies over
+one store; everything a request must pass before it changes anything lives here once, so
+the two cannot drift (an idempotency key means the same, a principal sees the same runs,
+a limit refuses the same request on both).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import uuid
+from typing import Any
+
+from fastapi import Request
+
+from outlast.api.context import AppContext
+from outlast.errors import OutlastError, RunNotFound
+from outlast.store import Run
+
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+class BadHeader(OutlastError):
+    status = 400
+    title = "Invalid header"
+
+
+class LimitReached(OutlastError):
+    """A per-principal limit; retrying after ``Retry-After`` may succeed."""
+
+    retryable = True
+    status = 429
+    title = "Limit reached"
+
+    def __init__(self, detail: str, limit: str, retry_after: int = 5) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.retry_after = retry_after
+
+
+class TooLarge(OutlastError):
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, detail: str, limit: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+
+
+class ThreadUnavailable(OutlastError):
+    status = 422
+    title = "Thread unavailable"
+
+
+def ctx_of(request: Request) -> AppContext:
+    """The app's context, seen by this request's principal."""
+    ctx: AppContext = request.app.state.ctx
+    return dataclasses.replace(ctx, principal=getattr(request.state, "principal", ""))
+
+
+def check_size(value: Any, max_bytes: int, what: str, limit: str) -> None:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > max_bytes:
+        raise TooLarge(
+            f"{what} is {size} bytes; the limit is {max_bytes} (OUTLAST_{limit.upper()})", limit
+        )
+
+
+def checked_key(key: str | None) -> str | None:
+    if key is not None and not KEY_PATTERN.match(key):
+        raise BadHeader("Idempotency-Key must be 1–255 visible ASCII characters")
+    return key
+
+
+async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
+    try:
+        uuid.UUID(run_id)
+    except ValueError:
+        raise RunNotFound(f"no run {run_id!r}") from None
+    run = await ctx.store.get_run(run_id)
+    if run is None or run.principal != ctx.principal:
+        # Another principal's run does not exist, as far as this caller can tell.
+        raise RunNotFound(f"no run {run_id!r}")
+    return run
+
+
+async def admit(ctx: AppContext, thread_id: str | None, key: str | None) -> None:
+    """Refuse a new run the principal may not start: on another principal's thread, or
+    past its runs in flight. A retried request (same idempotency key) is let through, so
+    it gets its run back even at the limit."""
+    if thread_id is not None:
+        latest = await ctx.store.latest_run(thread_id)
+        if latest is not None and latest.principal != ctx.principal:
+            raise ThreadUnavailable(f"thread_id {thread_id!r} cannot be used; choose another")
+    cap = ctx.settings.max_runs_in_flight
+    if cap and await ctx.store.count_active(ctx.principal) >= cap:
+        if key is not None and await ctx.store.get_run_by_key(ctx.principal, key) is not None:
+            return
+        raise LimitReached(
+            f"{cap} runs in flight (queued or running) already; wait for some to finish "
+            "(OUTLAST_MAX_RUNS_IN_FLIGHT)",
+            "max_runs_in_flight",
+        )

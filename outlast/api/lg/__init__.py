@@ -1,0 +1,63 @@
+"""The LangGraph face: LangGraph's Agent Server protocol at the root of the port.
+
+``langgraph_sdk``, ``RemoteGraph``, ``useStream``, Agent Chat UI and Studio speak this
+protocol (``../shared/research/langgraph-api-compat.md`` maps it). It is a second
+vocabulary over the same store, worker and runs as ``/v1``: a LangGraph run is an outlast
+run (or, after a resume, a stretch of one: ``lg_runs``), its stream is a view of the
+run's durable log, and an interrupt is an outlast wait. Nothing here executes a graph.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from outlast.api.problems import langgraph_face
+
+# Headers a browser client must be able to read: the SDKs reconnect through Location,
+# find the run through Content-Location, and page through the pagination headers.
+EXPOSED = ["location", "content-location", "x-pagination-total", "x-pagination-next"]
+
+
+class PlainTextJSON:
+    """Studio posts JSON as ``text/plain`` (a "simple" request, so the browser skips a
+    preflight); LangGraph's server reads it as JSON, and so does this one."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and langgraph_face(scope["path"]):
+            headers = scope["headers"]
+            for i, (name, value) in enumerate(headers):
+                if name == b"content-type" and value.lower().startswith(b"text/plain"):
+                    scope = dict(scope)
+                    scope["headers"] = [
+                        *headers[:i],
+                        (b"content-type", b"application/json"),
+                        *headers[i + 1 :],
+                    ]
+                    break
+        await self.app(scope, receive, send)
+
+
+def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
+    """CORS for browser clients on other origins (Studio on smith.langchain.com, Agent
+    Chat UI, a useStream page): Chrome's private network access included, so a hosted
+    page may call a server on localhost."""
+    return CORSMiddleware(
+        app,
+        allow_origins=origins,
+        allow_methods=["*"],
+        allow_headers=["*"],
+        allow_private_network=True,
+        expose_headers=EXPOSED,
+    )
+
+
+def install(app: FastAPI) -> None:
+    from outlast.api.lg import system
+
+    for module in (system,):
+        app.include_router(module.router)
