@@ -7,6 +7,7 @@ from pathlib import Path
 from outlast.config import Settings
 from outlast.store.base import (
     TERMINAL,
+    Assistant,
     Effect,
     Event,
     EventDraft,
@@ -25,6 +26,7 @@ from outlast.store.base import (
 
 __all__ = [
     "TERMINAL",
+    "Assistant",
     "Effect",
     "Event",
     "EventDraft",

@@ -260,6 +260,25 @@ class Effect:
 
 
 @dataclass(frozen=True, slots=True)
+class Assistant:
+    """A LangGraph assistant: a graph with a configuration. System assistants (one per
+    graph, id ``uuid5(namespace, graph_id)``) are not stored; user assistants are, with
+    their versions."""
+
+    assistant_id: str
+    graph_id: str
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    version: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    principal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ListCursor:
     """Keyset position: runs accepted before the one at ``pos``."""
 
@@ -485,3 +504,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def list_effects(self, run_id: str) -> list[Effect]: ...
+
+    # -- the LangGraph face: assistants (store/assistants.py) ------------------------------
+
+    # -- the LangGraph face: threads and LangGraph runs (store/lgthreads.py) ---------------

@@ -18,6 +18,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost, StoreUnavailable
+from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     Effect,
     Event,
@@ -35,6 +36,7 @@ from outlast.store.base import (
 )
 from outlast.store.common import CommonOps, Tx
 from outlast.store.hub import Hub
+from outlast.store.lgthreads import LangGraphOps
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -52,7 +54,7 @@ from outlast.store.sqlfiles import migrations, queries
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
-class PostgresStore(CommonOps, Store):
+class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
     backend = "postgres"
 
     def __init__(

@@ -21,6 +21,7 @@ import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.errors import LeaseLost, StoreUnavailable
+from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     Effect,
     Event,
@@ -38,6 +39,7 @@ from outlast.store.base import (
 )
 from outlast.store.common import CommonOps, Tx
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
+from outlast.store.lgthreads import LangGraphOps
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
@@ -76,7 +78,7 @@ async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
     return conn
 
 
-class SqliteStore(CommonOps, Store):
+class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
