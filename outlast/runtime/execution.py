@@ -43,6 +43,7 @@ from outlast.runtime import faults, metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
+from outlast.runtime.options import RunOptions
 from outlast.runtime.outcomes import (
     _PRIORITY,
     CANCEL,
@@ -200,7 +201,10 @@ class Execution:
         # Effects declared with @effect find the run's ledger here.
         config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
         self._graph = graph
-        graph_input: Any = run.input
+        options = RunOptions.of(run)
+        graph_input: Any = options.first_input(run.input)
+        if options.checkpoint_id and run.last_seq <= 2:  # a fork, on the first attempt
+            config["configurable"]["checkpoint_id"] = options.checkpoint_id
         meter = self.meter
         if run.last_seq > 2:
             closed = await self._runtime_answers(meter)
@@ -219,23 +223,29 @@ class Execution:
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
         final: Any = None
+        keeper = _Keeper(options, sink, translator)
         try:
-            async for part in graph.astream(
+            parts: Any = graph.astream(  # type: ignore[call-overload]
                 graph_input,
                 config,
-                stream_mode=["values", "updates", "custom", "messages", "tasks"],
+                stream_mode=options.stream_modes(),
                 subgraphs=True,
                 version="v2",
-                durability=self.settings.durability,
+                durability=options.durability or self.settings.durability,
                 control=self.control,
-            ):
+                **options.astream_kwargs(),
+            )
+            async for part in parts:
+                keeper.keep(part)
                 if part["type"] == "values":
                     if not part["ns"]:
                         final = part["data"]  # the root graph's state after each step
                     continue
-                translator.feed(part)  # type: ignore[arg-type]
+                if part["type"] in ("checkpoints", "debug"):
+                    continue
+                translator.feed(part)
                 if meter.limits:
-                    meter.on_part(part)  # type: ignore[arg-type]
+                    meter.on_part(part)
                 if meter.limits and self.breach is None:
                     self.breach = meter.breach()
                     if self.breach is not None:
@@ -625,3 +635,43 @@ class Execution:
 
 
 _FINISHED = object()
+
+
+class _Keeper:
+    """Writes the LangGraph stream parts a run was asked to keep (``RunOptions.keep``) to
+    its log as ``stream`` events, in order with everything else the translator writes:
+    the stream a LangGraph client reads, live or after a rejoin, is this log."""
+
+    def __init__(self, options: RunOptions, sink: EventSink, translator: Translator) -> None:
+        self.keep_modes = options.keep
+        self.subgraphs = options.subgraphs
+        self.sink = sink
+        self.translator = translator
+
+    def keep(self, part: dict[str, Any]) -> None:
+        mode = part["type"]
+        if not self.keep_modes or (part["ns"] and not self.subgraphs):
+            return
+        data = part["data"]
+        if mode == "updates":
+            # node updates are node.updated already; the interrupts are not
+            if not (isinstance(data, dict) and "__interrupt__" in data):
+                return
+            data = {"__interrupt__": [_interrupt(i) for i in data["__interrupt__"]]}
+        elif mode not in self.keep_modes:
+            return
+        event: dict[str, Any] = {"mode": mode, "ns": "|".join(part["ns"])}
+        event["data"] = data if mode == "updates" else to_jsonable(data)
+        if mode == "values" and part.get("interrupts"):
+            event["interrupts"] = [_interrupt(i) for i in part["interrupts"]]
+        self.translator.flush_messages()  # model deltas already streamed go first
+        self.sink.put(EventDraft("stream", event))
+
+
+def _interrupt(item: Any) -> dict[str, Any]:
+    schema = getattr(item, "response_schema", None)
+    return {
+        "value": to_jsonable(getattr(item, "value", item)),
+        "id": getattr(item, "id", None),
+        "response_schema": schema if isinstance(schema, dict) else None,
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import datetime as dt
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
 
     from outlast.store.hub import Hub
 
@@ -143,6 +145,9 @@ class Reaped:
 
 
 WAIT_KINDS = frozenset({"human", "external", "timer", "event", "auth", "budget", "reconciliation"})
+# Waits a client answers; the others (timer, external, event) end by themselves or by a
+# signal. A run waiting on one of these is "interrupted" for LangGraph's clients.
+ANSWERABLE_KINDS = frozenset({"human", "auth", "budget", "reconciliation"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +264,16 @@ class Effect:
         }
 
 
+# LangGraph's namespace for the ids of system assistants: uuid5(namespace, graph_id).
+SYSTEM_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+
+
+def system_assistant_id(graph_id: str) -> str:
+    """The id LangGraph gives the system assistant of a graph (``agent`` →
+    ``fe096781-5601-53d2-b2f6-0d3403f7e9ca``), so clients that hard-code it work."""
+    return str(uuid.uuid5(SYSTEM_ASSISTANT_NAMESPACE, graph_id))
+
+
 @dataclass(frozen=True, slots=True)
 class Assistant:
     """A LangGraph assistant: a graph with a configuration. System assistants (one per
@@ -276,6 +291,43 @@ class Assistant:
     created_at: dt.datetime
     updated_at: dt.datetime
     principal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A thread as an entity (it exists before its first run), with what its status is
+    derived from: its latest run, and whether that run asks a client for something."""
+
+    thread_id: str
+    principal: str
+    metadata: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    run_id: str | None = None
+    run_status: RunStatus | None = None
+    run_graph: str | None = None
+    run_error: dict[str, Any] | None = None
+    asking: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LgRun:
+    """A LangGraph run: a stretch of one outlast run's log, the events after ``from_seq``
+    up to the next time the run asks a client for something (or ends). The first has the
+    outlast run's id; a resume is a new one on the same outlast run."""
+
+    id: str
+    run_id: str
+    thread_id: str
+    principal: str
+    assistant_id: str
+    from_seq: int
+    kwargs: dict[str, Any]
+    metadata: dict[str, Any]
+    multitask_strategy: str
+    created_at: dt.datetime
+    idempotency_key: str | None = None
+    deleted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +370,17 @@ class Store(abc.ABC):
         writes are fenced like every other worker write (where the backend can), and
         with ``events`` they append the run's pending events in their own transaction
         (where ``carries_events``)."""
+
+    # LangGraph's own item store (store/items.py), opened by ``open()``; set by backends.
+    _items: BaseStore | None = None
+
+    @property
+    def items(self) -> BaseStore:
+        """The ``/store`` items and a graph's ``store``, for every principal at once: hand
+        out ``outlast.store.items.for_principal(store.items, principal)``, not this."""
+        if self._items is None:
+            raise RuntimeError(f"{type(self).__name__}.open() was not called (no item store)")
+        return self._items
 
     # -- acceptance and reads ------------------------------------------------------------
 
@@ -506,5 +569,142 @@ class Store(abc.ABC):
     async def list_effects(self, run_id: str) -> list[Effect]: ...
 
     # -- the LangGraph face: assistants (store/assistants.py) ------------------------------
+    # User assistants only (system assistants are not stored), each visible to its
+    # principal alone. Mutators raise AssistantNotFound (store/assistants.py) when the
+    # principal has no such assistant.
+
+    @abc.abstractmethod
+    async def create_assistant(
+        self,
+        *,
+        assistant_id: str,
+        graph_id: str,
+        name: str,
+        description: str | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        if_exists: str = "raise",
+        principal: str = "",
+    ) -> tuple[Assistant, bool]:
+        """Insert it with its version 1; ``(assistant, created)``. A taken id is
+        AssistantExists, unless ``if_exists == "do_nothing"`` and it is the caller's
+        (returned unchanged). Concurrent creates of one id make one assistant."""
+
+    @abc.abstractmethod
+    async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None: ...
+
+    @abc.abstractmethod
+    async def search_assistants(
+        self,
+        *,
+        principal: str = "",
+        metadata: dict[str, Any] | None = None,
+        graph_id: str | None = None,
+        name: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        sort_by: str = "created_at",
+        sort_order: str = "desc",
+    ) -> tuple[list[Assistant], int]:
+        """A page and the total count. ``metadata``: each key has exactly that value;
+        ``name``: case-insensitive substring; ties sorted by id ascending."""
+
+    @abc.abstractmethod
+    async def count_assistants(
+        self,
+        *,
+        principal: str = "",
+        metadata: dict[str, Any] | None = None,
+        graph_id: str | None = None,
+        name: str | None = None,
+    ) -> int: ...
+
+    @abc.abstractmethod
+    async def update_assistant(
+        self, assistant_id: str, changes: dict[str, Any], *, principal: str = ""
+    ) -> Assistant:
+        """A new current version (highest + 1): given fields replace, metadata merges."""
+
+    @abc.abstractmethod
+    async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None: ...
+
+    @abc.abstractmethod
+    async def list_assistant_versions(
+        self,
+        assistant_id: str,
+        *,
+        principal: str = "",
+        metadata: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[Assistant]:
+        """Newest first; a version's ``updated_at`` is its ``created_at``."""
+
+    @abc.abstractmethod
+    async def set_latest_assistant_version(
+        self, assistant_id: str, version: int, *, principal: str = ""
+    ) -> Assistant:
+        """Copy a stored version back as the current fields (no new version)."""
 
     # -- the LangGraph face: threads and LangGraph runs (store/lgthreads.py) ---------------
+
+    @abc.abstractmethod
+    async def lg_create_thread(
+        self, thread_id: str, principal: str, metadata: dict[str, Any]
+    ) -> tuple[Thread, bool]:
+        """``(thread, True)``, or the existing thread and ``False`` (whoever owns it)."""
+
+    @abc.abstractmethod
+    async def lg_threads(
+        self,
+        *,
+        thread_id: str | None = None,
+        principal: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Thread]:
+        """Threads with their latest run, newest first; ``metadata`` is containment."""
+
+    @abc.abstractmethod
+    async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
+        """Merge ``patch`` into the thread's metadata (one transaction)."""
+
+    @abc.abstractmethod
+    async def lg_delete_thread(self, thread_id: str) -> bool:
+        """Cancel its active runs' work and delete the thread, its runs and their logs
+        (checkpoints are the saver's: the caller deletes them)."""
+
+    @abc.abstractmethod
+    async def lg_create_run(
+        self, new: NewRun, lg: LgRun, *, strategy: str, supersede_reason: str
+    ) -> tuple[LgRun, Run, bool]:
+        """A new outlast run on a thread and its first LangGraph run, in one transaction
+        serialized per thread. An active run of the thread is handled by ``strategy``
+        (``reject`` → ThreadBusy, ``interrupt``/``rollback`` → cancelled, ``enqueue`` →
+        the new run queues behind it); a run that asks a client for something (a
+        LangGraph interrupt) is superseded (cancelled) by new input whatever the strategy.
+        An idempotency key already used returns that run and ``False``, touching nothing."""
+
+    @abc.abstractmethod
+    async def lg_resume(
+        self, run_id: str, answers: dict[str, Any], lg: LgRun
+    ) -> tuple[LgRun, bool]:
+        """Answer the waits ``answers`` (wait id → value) of a waiting run and open the
+        LangGraph run that continues its log, in one transaction: every answer lands or
+        none (WaitNotOpen when one was answered already: two concurrent resumes give one
+        resume and one refusal)."""
+
+    @abc.abstractmethod
+    async def lg_get_run(self, lg_id: str) -> LgRun | None: ...
+
+    @abc.abstractmethod
+    async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
+        """Newest first; runs made through ``/v1`` appear as their own LangGraph run."""
+
+    @abc.abstractmethod
+    async def lg_runs_of_run(self, run_id: str) -> list[LgRun]:
+        """The LangGraph runs that are stretches of one outlast run, oldest first."""
+
+    @abc.abstractmethod
+    async def lg_delete_runs_of(self, run_id: str) -> None:
+        """Hide every LangGraph run of an outlast run (cancelled with ``rollback``)."""

@@ -244,7 +244,12 @@ class CommonOps(abc.ABC):
                     )
                 )
             else:
-                drafts.append(EventDraft("run.waiting", {"status": "waiting", "waits": len(specs)}))
+                kinds = sorted({s.kind for s in specs})
+                drafts.append(
+                    EventDraft(
+                        "run.waiting", {"status": "waiting", "waits": len(specs), "kinds": kinds}
+                    )
+                )
             await append_events(tx, run_id, drafts)
             await tx.notify(STATUS, run_id)
             if any(s.wake_at is not None or s.wake_in is not None for s in specs):

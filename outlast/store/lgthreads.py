@@ -1,12 +1,100 @@
 """Threads and LangGraph runs of the LangGraph face, written once for both backends over
-``_rtx()`` / ``_wtx()`` and the named queries of ``queries_langgraph.sql``."""
+``_rtx()`` / ``_wtx()`` and the named queries of ``queries_langgraph.sql``.
+
+What must hold on both backends, and is therefore here and not in SQL:
+
+- A new run on a thread and what it does to the thread's active runs (reject, cancel,
+  queue behind, supersede an interrupted one) is one transaction under the thread's
+  lock: two clients starting runs on one thread cannot both see it idle.
+- A resume answers waits through the same conditional update as ``POST /v1/…/input``
+  (``common._answer``): of two concurrent resumes of one interrupt exactly one lands, and
+  a resume whose answers do not all land changes nothing.
+"""
 
 from __future__ import annotations
 
 import abc
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
-from outlast.store.common import Tx
+from outlast.errors import IdempotencyKeyReused, ThreadBusy
+from outlast.store.base import (
+    EventDraft,
+    LgRun,
+    NewRun,
+    Run,
+    RunStatus,
+    Thread,
+    same_request,
+    system_assistant_id,
+)
+from outlast.store.common import Tx, _answer, append_events
+from outlast.store.hub import CONTROL, QUEUE, STATUS
+
+BUSY = (
+    "Thread is already running a task. Wait for it to finish or choose a different "
+    "multitask strategy."
+)
+
+
+def _when(value: Any) -> dt.datetime:
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    assert isinstance(value, dt.datetime)
+    return value
+
+
+def _thread(tx: Tx, row: Mapping[str, Any]) -> Thread:
+    status = row["run_status"] if "run_status" in row.keys() else None  # noqa: SIM118
+    return Thread(
+        thread_id=row["thread_id"],
+        principal=row["principal"],
+        metadata=tx.load(row["metadata"]) or {},
+        created_at=_when(row["created_at"]),
+        updated_at=_when(row["updated_at"]),
+        run_id=str(row["run_id"]) if status else None,
+        run_status=RunStatus(status) if status else None,
+        run_graph=row["run_graph"] if status else None,
+        run_error=tx.load(row["run_error"]) if status else None,
+        asking=bool(row["asking"]) if status else False,
+    )
+
+
+def _lg(tx: Tx, row: Mapping[str, Any]) -> LgRun:
+    return LgRun(
+        id=str(row["id"]),
+        run_id=str(row["run_id"]),
+        thread_id=row["thread_id"],
+        principal=row["principal"],
+        assistant_id=row["assistant_id"],
+        from_seq=int(row["from_seq"]),
+        kwargs=tx.load(row["kwargs"]) or {},
+        metadata=tx.load(row["metadata"]) or {},
+        multitask_strategy=row["multitask_strategy"],
+        created_at=_when(row["created_at"]),
+        idempotency_key=row["idempotency_key"],
+        deleted=bool(row["deleted"]),
+    )
+
+
+def native(run: Run, assistant_id: str) -> LgRun:
+    """A run made through ``/v1``, seen as the one LangGraph run it is."""
+    return LgRun(
+        id=run.id,
+        run_id=run.id,
+        thread_id=run.thread_id,
+        principal=run.principal,
+        assistant_id=assistant_id,
+        from_seq=0,
+        kwargs={"input": run.input, "config": run.config},
+        metadata=run.metadata,
+        multitask_strategy="enqueue",
+        created_at=run.created_at,
+        idempotency_key=run.idempotency_key,
+    )
 
 
 class LangGraphOps(abc.ABC):
@@ -15,3 +103,213 @@ class LangGraphOps(abc.ABC):
 
     @abc.abstractmethod
     def _wtx(self) -> AbstractAsyncContextManager[Tx]: ...
+
+    @abc.abstractmethod
+    async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
+
+    # -- threads -----------------------------------------------------------------------
+
+    async def lg_create_thread(
+        self, thread_id: str, principal: str, metadata: dict[str, Any]
+    ) -> tuple[Thread, bool]:
+        async with self._wtx() as tx:
+            rows = await tx.rows(
+                "lg_thread_insert",
+                thread_id=thread_id,
+                principal=principal,
+                metadata=tx.json(metadata),
+            )
+            if rows:
+                return _thread(tx, rows[0]), True
+            found = await tx.rows("lg_thread_get", thread_id=thread_id)
+            return _thread(tx, found[0]), False
+
+    async def lg_threads(
+        self,
+        *,
+        thread_id: str | None = None,
+        principal: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Thread]:
+        async with self._rtx() as tx:
+            rows = await tx.rows(
+                "lg_threads_with_latest",
+                thread_id=thread_id,
+                principal=principal,
+                metadata=tx.json(metadata) if metadata else None,
+            )
+            threads = [_thread(tx, r) for r in rows]
+        if metadata:  # SQLite has no containment operator; Postgres already filtered
+            threads = [t for t in threads if contains(t.metadata, metadata)]
+        return threads
+
+    async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
+        async with self._wtx() as tx:
+            return await _merge_metadata(tx, thread_id, patch)
+
+    async def lg_delete_thread(self, thread_id: str) -> bool:
+        async with self._wtx() as tx:
+            await tx.rows("thread_lock", thread_id=thread_id)
+            for row in await tx.rows("lg_thread_runs_active", thread_id=thread_id):
+                # a worker executing one of them loses its lease (the row is gone) and
+                # stops writing; the control notification makes it look at once
+                await tx.notify(CONTROL, str(row["id"]))
+            await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
+            return bool(await tx.rows("lg_thread_delete", thread_id=thread_id))
+
+    # -- runs --------------------------------------------------------------------------
+
+    async def lg_create_run(
+        self, new: NewRun, lg: LgRun, *, strategy: str, supersede_reason: str
+    ) -> tuple[LgRun, Run, bool]:
+        async with self._wtx() as tx:
+            await tx.rows("thread_lock", thread_id=new.thread_id)
+            if new.idempotency_key is not None:
+                replay = await _replayed(tx, new)
+                if replay is not None:
+                    return replay
+            for row in await tx.rows("lg_thread_runs_active", thread_id=new.thread_id):
+                active = tx.run(row)
+                asking = active.status == RunStatus.WAITING and await _asking(tx, active.id)
+                if asking:
+                    await _cancel(tx, active.id, supersede_reason)
+                elif active.status == RunStatus.CANCELLING:
+                    continue  # on its way out; the new run queues behind it
+                elif strategy == "reject":
+                    raise ThreadBusy(BUSY)
+                elif strategy in ("interrupt", "rollback"):
+                    await _cancel(tx, active.id, f"superseded by run {new.id} ({strategy})")
+                    if strategy == "rollback":
+                        await tx.rows("lg_run_mark_deleted", run_id=active.id)
+            run, created = await self._insert_run(tx, new)
+            rows = await _insert_lg(tx, lg)
+            await _merge_metadata(
+                tx, new.thread_id, {"graph_id": new.graph, "assistant_id": lg.assistant_id}
+            )
+            return _lg(tx, rows[0]), run, created
+
+    async def lg_resume(
+        self, run_id: str, answers: dict[str, Any], lg: LgRun
+    ) -> tuple[LgRun, bool]:
+        async with self._wtx() as tx:
+            if lg.idempotency_key is not None:
+                found = await tx.rows(
+                    "lg_run_by_key", principal=lg.principal, key=lg.idempotency_key
+                )
+                if found:
+                    existing = _lg(tx, found[0])
+                    if existing.kwargs != lg.kwargs or existing.run_id != run_id:
+                        raise IdempotencyKeyReused(
+                            f"Idempotency-Key {lg.idempotency_key!r} was used for run "
+                            f"{existing.id} with a different request body"
+                        )
+                    return existing, False
+            locked = await tx.rows("lg_lock_run", run_id=run_id)
+            from_seq = int(locked[0]["last_seq"])
+            drafts: list[EventDraft] = []
+            for wait_id, value in answers.items():
+                wait = tx.wait((await tx.rows("w_get", id=wait_id))[0])
+                _, more = await _answer(tx, wait, value, "resume")
+                drafts.extend(more)
+            if drafts:
+                await append_events(tx, run_id, drafts)
+            rows = await _insert_lg(tx, _with(lg, run_id=run_id, from_seq=from_seq))
+            return _lg(tx, rows[0]), True
+
+    async def lg_get_run(self, lg_id: str) -> LgRun | None:
+        async with self._rtx() as tx:
+            rows = await tx.rows("lg_run_get", id=lg_id)
+            return _lg(tx, rows[0]) if rows else None
+
+    async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
+        async with self._rtx() as tx:
+            made = [_lg(tx, r) for r in await tx.rows("lg_runs_of_thread", thread_id=thread_id)]
+            plain = [
+                tx.run(r) for r in await tx.rows("lg_native_runs_of_thread", thread_id=thread_id)
+            ]
+        runs = made + [native(r, system_assistant_id(r.graph)) for r in plain]
+        return sorted(runs, key=lambda r: r.created_at, reverse=True)
+
+    async def lg_runs_of_run(self, run_id: str) -> list[LgRun]:
+        async with self._rtx() as tx:
+            return [_lg(tx, r) for r in await tx.rows("lg_runs_of_run", run_id=run_id)]
+
+    async def lg_delete_runs_of(self, run_id: str) -> None:
+        async with self._wtx() as tx:
+            await tx.rows("lg_run_mark_deleted", run_id=run_id)
+
+
+def contains(have: Any, want: Any) -> bool:
+    """JSON containment, as Postgres' ``@>``: every key of ``want`` is in ``have`` with a
+    value that contains the wanted one; arrays contain every wanted element."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and contains(have[k], v) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(have, list) and all(any(contains(h, w) for h in have) for w in want)
+    return bool(have == want)
+
+
+def _with(lg: LgRun, **changes: Any) -> LgRun:
+    return dataclasses.replace(lg, **changes)
+
+
+async def _insert_lg(tx: Tx, lg: LgRun) -> list[Mapping[str, Any]]:
+    rows = await tx.rows(
+        "lg_run_insert",
+        id=lg.id,
+        run_id=lg.run_id,
+        thread_id=lg.thread_id,
+        principal=lg.principal,
+        assistant_id=lg.assistant_id,
+        from_seq=lg.from_seq,
+        kwargs=tx.json(lg.kwargs),
+        metadata=tx.json(lg.metadata),
+        multitask_strategy=lg.multitask_strategy,
+        idempotency_key=lg.idempotency_key,
+    )
+    if not rows:  # the run was replayed by its idempotency key: its first stretch exists
+        rows = await tx.rows("lg_run_get", id=lg.id)
+    return rows
+
+
+async def _replayed(tx: Tx, new: NewRun) -> tuple[LgRun, Run, bool] | None:
+    """The run this idempotency key already made, if any; nothing else is touched."""
+    found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
+    if not found:
+        return None
+    run = tx.run(found[0])
+    same_request(new, run)
+    rows = await tx.rows("lg_run_get", id=run.id)
+    return _lg(tx, rows[0]), run, False
+
+
+async def _asking(tx: Tx, run_id: str) -> bool:
+    return bool((await tx.rows("lg_asking", run_id=run_id))[0]["n"])
+
+
+async def _cancel(tx: Tx, run_id: str, reason: str) -> None:
+    """``request_cancel`` inside this transaction: a waiting or queued run is cancelled at
+    once, a running one is told to stop (its worker ends it)."""
+    rows = await tx.rows("lg_cancel", run_id=run_id, reason=reason)
+    if not rows:
+        return
+    run = tx.run(rows[0])
+    kind = "run.cancelled" if run.status == RunStatus.CANCELLED else "run.cancelling"
+    if run.status == RunStatus.CANCELLED:
+        await tx.rows("w_withdraw", run_id=run_id)
+    await append_events(tx, run_id, [EventDraft(kind, {"status": run.status, "reason": reason})])
+    for channel in (CONTROL, QUEUE, STATUS):
+        await tx.notify(channel, run_id)
+
+
+async def _merge_metadata(tx: Tx, thread_id: str, patch: dict[str, Any]) -> Thread | None:
+    found = await tx.rows("lg_thread_get", thread_id=thread_id)
+    if not found:
+        return None
+    current = tx.load(found[0]["metadata"]) or {}
+    rows = await tx.rows(
+        "lg_thread_set_metadata", thread_id=thread_id, metadata=tx.json({**current, **patch})
+    )
+    return _thread(tx, rows[0])

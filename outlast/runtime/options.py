@@ -1,0 +1,88 @@
+"""Run options a LangGraph request sets, as the execution reads them.
+
+The native API has no use for them; LangGraph's clients do: which of LangGraph's stream
+modes the run keeps in its log (a stream is a view of the log, so a mode a client will
+read live or on a rejoin must be written by the run, not recomputed by the reader),
+breakpoints, context, durability, a checkpoint to fork from, and a command instead of
+an input. Stored with the run (``runs.options``) so every attempt of the run, on any
+worker, runs it the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import Command, Send
+
+from outlast.store import Run
+
+# LangGraph stream modes outlast logs only when a run asks for them: `updates`,
+# `custom` and model messages are always in the log (node.updated, custom,
+# message.delta); these are extra rows per step.
+KEPT_MODES = frozenset({"values", "updates", "tasks", "checkpoints", "debug"})
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    keep: frozenset[str] = frozenset()
+    subgraphs: bool = False
+    interrupt_before: Any = None
+    interrupt_after: Any = None
+    context: dict[str, Any] | None = None
+    durability: str | None = None
+    checkpoint_id: str | None = None
+    command: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, run: Run) -> RunOptions:
+        raw = run.options or {}
+        return cls(
+            keep=frozenset(raw.get("keep") or ()) & KEPT_MODES,
+            subgraphs=bool(raw.get("subgraphs")),
+            interrupt_before=raw.get("interrupt_before"),
+            interrupt_after=raw.get("interrupt_after"),
+            context=raw.get("context") or None,
+            durability=raw.get("durability"),
+            checkpoint_id=raw.get("checkpoint_id"),
+            command=raw.get("command"),
+        )
+
+    def stream_modes(self) -> list[str]:
+        """What the graph streams: outlast's own modes, plus the kept ones it lacks."""
+        modes = ["values", "updates", "custom", "messages", "tasks"]
+        modes += [m for m in ("checkpoints", "debug") if m in self.keep]
+        return modes
+
+    def astream_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.interrupt_before:
+            kwargs["interrupt_before"] = self.interrupt_before
+        if self.interrupt_after:
+            kwargs["interrupt_after"] = self.interrupt_after
+        if self.context:
+            kwargs["context"] = self.context
+        return kwargs
+
+    def first_input(self, given: Any) -> Any:
+        """The graph's input on the run's first attempt: a ``Command`` when one was sent."""
+        if not self.command:
+            return given
+        cmd = self.command
+        goto = cmd.get("goto")
+        if goto is not None:
+            goto = [_send(g) for g in goto] if isinstance(goto, list) else _send(goto)
+        update = cmd.get("update")
+        if isinstance(update, list):
+            update = [tuple(pair) for pair in update]
+        return Command(
+            resume=cmd.get("resume"),
+            update=update,
+            goto=goto if goto is not None else (),
+        )
+
+
+def _send(target: Any) -> Any:
+    if isinstance(target, dict) and "node" in target:
+        return Send(target["node"], target.get("input"))
+    return target
