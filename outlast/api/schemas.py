@@ -71,33 +71,38 @@ class RunCreate(BaseModel):
     def _config(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is None:
             return None
-        unknown = sorted(set(value) - ALLOWED_CONFIG_KEYS)
-        if unknown:
-            raise ValueError(
-                f"unsupported config keys {unknown}; allowed: {sorted(ALLOWED_CONFIG_KEYS)}"
-            )
+        check_config(value)
         configurable = value.get("configurable")
-        if configurable is not None and not isinstance(configurable, dict):
-            raise ValueError("config.configurable must be an object")
         if isinstance(configurable, dict) and "thread_id" in configurable:
             raise ValueError("set thread_id at the top level of the request, not in config")
-        # LangGraph takes these as they come: a wrong type fails the run in the worker.
-        for name in ("recursion_limit", "max_concurrency"):
-            number = value.get(name)
-            if number is not None and (
-                not isinstance(number, int) or isinstance(number, bool) or number < 1
-            ):
-                raise ValueError(f"config.{name} must be a positive integer")
-        tags = value.get("tags")
-        if tags is not None and not (
-            isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)
-        ):
-            raise ValueError("config.tags must be a list of strings")
-        if value.get("metadata") is not None and not isinstance(value["metadata"], dict):
-            raise ValueError("config.metadata must be an object")
-        if value.get("run_name") is not None and not isinstance(value["run_name"], str):
-            raise ValueError("config.run_name must be a string")
         return value
+
+
+def check_config(value: dict[str, Any]) -> None:
+    """What LangGraph takes as it comes and would fail on in the worker (both faces)."""
+    unknown = sorted(set(value) - ALLOWED_CONFIG_KEYS)
+    if unknown:
+        raise ValueError(
+            f"unsupported config keys {unknown}; allowed: {sorted(ALLOWED_CONFIG_KEYS)}"
+        )
+    configurable = value.get("configurable")
+    if configurable is not None and not isinstance(configurable, dict):
+        raise ValueError("config.configurable must be an object")
+    for name in ("recursion_limit", "max_concurrency"):
+        number = value.get(name)
+        if number is not None and (
+            not isinstance(number, int) or isinstance(number, bool) or number < 1
+        ):
+            raise ValueError(f"config.{name} must be a positive integer")
+    tags = value.get("tags")
+    if tags is not None and not (
+        isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)
+    ):
+        raise ValueError("config.tags must be a list of strings")
+    if value.get("metadata") is not None and not isinstance(value["metadata"], dict):
+        raise ValueError("config.metadata must be an object")
+    if value.get("run_name") is not None and not isinstance(value["run_name"], str):
+        raise ValueError("config.run_name must be a string")
 
 
 class CancelRequest(BaseModel):

@@ -18,15 +18,16 @@ import datetime as dt
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sse_starlette import ServerSentEvent
 
 from outlast.api.schemas import RunSnapshot
-from outlast.api.tail import following
+from outlast.api.tail import following, frame_of
 from outlast.errors import InvalidCursor
 from outlast.runtime import metrics
-from outlast.store import Event, Store
+from outlast.store import Event, Run, Store
 from outlast.store.hub import EVENTS, wait_for
 
 PAGE = 500
@@ -94,42 +95,49 @@ async def stream(
         metrics.SSE_CLIENTS.dec()
 
 
-async def _stream(
-    store: Store, run_id: str, after: int, max_seconds: float, stopping: Callable[[], bool]
-) -> AsyncGenerator[ServerSentEvent | bytes, None]:
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """The cursor predates what retention kept: the log resumes after ``resume_at``."""
+
+    requested_after: int
+    oldest_available: int | None
+    resume_at: int
+    run: Run
+
+
+@dataclass(slots=True)
+class Follow:
+    """What a follower learned on connecting: events up to ``connected_at`` are replay."""
+
+    connected_at: int = 0
+
+
+async def follow_log(
+    store: Store,
+    run_id: str,
+    after: int,
+    max_seconds: float,
+    stopping: Callable[[], bool] = lambda: False,
+    seen: Follow | None = None,
+) -> AsyncGenerator[Event | Gap, None]:
+    """The run's log after ``after``, then live, until the terminal event (or the
+    transport clock, or a shutdown). Both faces stream from here: one loop, so the seam
+    between replay and live tail has no gap and no duplicate (clear the wake-up flag,
+    read everything after the cursor, send it, wait)."""
     deadline = time.monotonic() + max_seconds
-    # How long a browser's EventSource waits before it reconnects by itself (with
-    # Last-Event-ID); said once per connection, so clients can show when they try next.
-    yield ServerSentEvent(retry=RETRY_MS)
     with store.hub.watch(EVENTS, run_id) as wake, following(run_id) as tail:
         run = await store.get_run(run_id)
         if run is None:
             return
         cursor = after
-        connected_at = run.last_seq  # events up to here are replay, later ones live
+        if seen is not None:
+            seen.connected_at = run.last_seq
         if run.terminal and cursor >= run.last_seq:
             return
         first = await store.first_retained_seq(run_id)
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
-            now = dt.datetime.now(dt.UTC).isoformat()
-            gap = {
-                "requested_after": cursor,
-                "oldest_available": first,
-                "reason": "events up to this point were pruned by retention",
-            }
-            # The gap's id (the last pruned seq) moves the client's cursor past the hole,
-            # so a reconnect does not report the same gap again. The snapshot is not part
-            # of the log: it has no id and no seq.
-            yield ServerSentEvent(
-                data=_envelope(resume_at, "gap", now, run_id, gap), event="gap", id=str(resume_at)
-            )
-            metrics.SSE_GAPS.inc()
-            waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
-            snap = RunSnapshot.of(run, waits).model_dump(mode="json")
-            yield ServerSentEvent(
-                data=_envelope(None, "snapshot", now, run_id, snap), event="snapshot"
-            )
+            yield Gap(cursor, first, resume_at, run)
             cursor = resume_at
             if run.terminal and first is None:
                 return  # everything, the terminal event included, was pruned
@@ -137,9 +145,7 @@ async def _stream(
             wake.clear()
             events = await tail.read(store, run_id, cursor, PAGE)
             for event in events:
-                yield tail.frame(event, encoded)
-                if event.seq <= connected_at:
-                    metrics.SSE_REPLAYED.inc()
+                yield event
                 cursor = event.seq
                 if event.terminal:
                     return
@@ -159,3 +165,46 @@ async def _stream(
                 current = await store.get_run(run_id)
                 if current is None or (current.terminal and cursor >= current.last_seq):
                     return
+
+
+async def _stream(
+    store: Store, run_id: str, after: int, max_seconds: float, stopping: Callable[[], bool]
+) -> AsyncGenerator[ServerSentEvent | bytes, None]:
+    # How long a browser's EventSource waits before it reconnects by itself (with
+    # Last-Event-ID); said once per connection, so clients can show when they try next.
+    yield ServerSentEvent(retry=RETRY_MS)
+    seen = Follow()
+    log = follow_log(store, run_id, after, max_seconds, stopping, seen)
+    async with contextlib.aclosing(log) as items:
+        async for item in items:
+            if isinstance(item, Gap):
+                for frame in await _gap_frames(store, run_id, item):
+                    yield frame
+                continue
+            yield frame_of(item, encoded)
+            if item.seq <= seen.connected_at:
+                metrics.SSE_REPLAYED.inc()
+
+
+async def _gap_frames(store: Store, run_id: str, gap: Gap) -> list[ServerSentEvent]:
+    now = dt.datetime.now(dt.UTC).isoformat()
+    data = {
+        "requested_after": gap.requested_after,
+        "oldest_available": gap.oldest_available,
+        "reason": "events up to this point were pruned by retention",
+    }
+    metrics.SSE_GAPS.inc()
+    run = gap.run
+    waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
+    snap = RunSnapshot.of(run, waits).model_dump(mode="json")
+    # The gap's id (the last pruned seq) moves the client's cursor past the hole, so a
+    # reconnect does not report the same gap again. The snapshot is not part of the log:
+    # it has no id and no seq.
+    return [
+        ServerSentEvent(
+            data=_envelope(gap.resume_at, "gap", now, run_id, data),
+            event="gap",
+            id=str(gap.resume_at),
+        ),
+        ServerSentEvent(data=_envelope(None, "snapshot", now, run_id, snap), event="snapshot"),
+    ]

@@ -69,3 +69,9 @@ def following(run_id: str) -> Iterator[Tail]:
         tail.followers -= 1
         if tail.followers == 0 and _tails.get(run_id) is tail:
             del _tails[run_id]
+
+
+def frame_of(event: Event, encode: Callable[[Event], bytes]) -> bytes:
+    """The event's frame, encoded once per process while its run is followed here."""
+    tail = _tails.get(event.run_id)
+    return tail.frame(event, encode) if tail is not None else encode(event)

@@ -22,6 +22,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
+from langgraph.store.base import BaseStore
 
 from outlast.errors import GraphLoadError, UnknownGraph
 from outlast.graph.models import check_model, model_name, uses_model
@@ -100,9 +101,14 @@ class GraphRegistry:
         return check_model(model_name(configurable if isinstance(configurable, dict) else {}))
 
     def for_run(
-        self, name: str, checkpointer: BaseCheckpointSaver[Any]
+        self, name: str, checkpointer: BaseCheckpointSaver[Any], store: BaseStore | None = None
     ) -> Pregel[Any, Any, Any, Any]:
-        return self.get(name).copy(update={"checkpointer": checkpointer})
+        """The graph with outlast's saver and, given one, the run principal's item store
+        (what a node receives as ``store``), in place of anything it was compiled with."""
+        update: dict[str, Any] = {"checkpointer": checkpointer}
+        if store is not None:
+            update["store"] = store
+        return self.get(name).copy(update=update)
 
     def _build(self, name: str, target: str) -> Pregel[Any, Any, Any, Any]:
         try:

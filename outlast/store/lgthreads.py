@@ -172,7 +172,7 @@ class LangGraphOps(abc.ABC):
                 active = tx.run(row)
                 asking = active.status == RunStatus.WAITING and await _asking(tx, active.id)
                 if asking:
-                    await _cancel(tx, active.id, supersede_reason)
+                    await _cancel(tx, active.id, supersede_reason, "superseded")
                 elif active.status == RunStatus.CANCELLING:
                     continue  # on its way out; the new run queues behind it
                 elif strategy == "reject":
@@ -289,10 +289,12 @@ async def _asking(tx: Tx, run_id: str) -> bool:
     return bool((await tx.rows("lg_asking", run_id=run_id))[0]["n"])
 
 
-async def _cancel(tx: Tx, run_id: str, reason: str) -> None:
+async def _cancel(tx: Tx, run_id: str, reason: str, kind: str = "cancelled") -> None:
     """``request_cancel`` inside this transaction: a waiting or queued run is cancelled at
-    once, a running one is told to stop (its worker ends it)."""
-    rows = await tx.rows("lg_cancel", run_id=run_id, reason=reason)
+    once, a running one is told to stop (its worker ends it). ``kind`` is the error type
+    the run keeps: ``superseded`` for an interrupted run that new input replaced (it had
+    ended its LangGraph run at the interrupt; it is not shown as cancelled there)."""
+    rows = await tx.rows("lg_cancel", run_id=run_id, reason=reason, kind=kind)
     if not rows:
         return
     run = tx.run(rows[0])

@@ -18,6 +18,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost, StoreUnavailable
+from outlast.store import items
 from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     Effect,
@@ -86,6 +87,7 @@ class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
             await pool.close()
             raise StoreUnavailable(f"cannot connect to Postgres: {exc}") from exc
         self._pool = pool
+        self._items = await items.open_postgres(pool)
         self._listener = Listener(self.url, self.hub)
         await self._listener.start()
 
@@ -93,6 +95,9 @@ class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
         if self._listener is not None:
             await self._listener.stop()
             self._listener = None
+        if self._items is not None:
+            await items.close(self._items)
+            self._items = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -131,6 +136,8 @@ class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
                         )
                     applied.append(f"{m.version:04d}_{m.name}")
                 await AsyncPostgresSaver(self.pool).setup()
+                # LangGraph's item tables; its setup() is not safe concurrently either.
+                await items.setup(self.items)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
         return applied

@@ -21,6 +21,7 @@ import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.errors import LeaseLost, StoreUnavailable
+from outlast.store import items
 from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     Effect,
@@ -99,11 +100,16 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         try:
             self._conn = await _connect(self.path, autocommit=True)
             self._saver_conn = await _connect(self.checkpoint_path, autocommit=False)
+            items_conn = await _connect(self.checkpoint_path, autocommit=True)
         except Exception as exc:
             raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
         self._saver = AsyncSqliteSaver(self._saver_conn)
+        self._items = await items.open_sqlite(items_conn)
 
     async def close(self) -> None:
+        if self._items is not None:
+            await items.close(self._items)  # and its connection
+            self._items = None
         for conn in (self._conn, self._saver_conn):
             if conn is not None:
                 await conn.close()
@@ -154,6 +160,7 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
                 applied.append(f"{m.version:04d}_{m.name}")
         assert self._saver is not None
         await self._saver.setup()
+        await items.setup(self.items)
         return applied
 
     async def ping(self) -> None:

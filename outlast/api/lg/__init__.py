@@ -57,7 +57,7 @@ def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
 
 
 def install(app: FastAPI) -> None:
-    from outlast.api.lg import system
+    from outlast.api.lg import assistant_graphs, assistants, runs, store_items, system, threads
 
-    for module in (system,):
+    for module in (system, store_items, assistants, assistant_graphs, threads, runs):
         app.include_router(module.router)

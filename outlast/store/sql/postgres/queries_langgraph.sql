@@ -54,7 +54,7 @@ SELECT * FROM outlast_runs WHERE id = %(run_id)s FOR UPDATE;
 -- request_cancel's transition, inside a larger transaction (the caller appends the event)
 UPDATE outlast_runs
 SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
-    error = jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text),
+    error = jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text),
     worker_id = CASE WHEN status = 'running' THEN worker_id END,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
     updated_at = clock_timestamp()

@@ -53,7 +53,7 @@ SELECT * FROM outlast_runs WHERE id = :run_id;
 -- name: lg_cancel
 UPDATE outlast_runs
 SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
-    error = json_object('type', 'cancelled', 'reason', :reason),
+    error = json_object('type', :kind, 'reason', :reason),
     worker_id = CASE WHEN status = 'running' THEN worker_id END,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
     updated_at = (julianday('now') - 2440587.5) * 86400.0

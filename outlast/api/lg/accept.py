@@ -1,0 +1,236 @@
+"""Starting a LangGraph run: the same acceptance as ``/v1`` (limits, idempotency key,
+principal, budget defaults, model check, one transaction), with LangGraph's choices on
+top: the assistant, the thread (``if_not_exists``), what an active run of the thread
+becomes (``multitask_strategy``), and whether the request is a resume.
+
+A resume (``command.resume``) on a thread whose run asks for something does not start a
+run: it answers that run's waits, through the same exactly-once update as ``POST
+/v1/runs/{id}/input``, and opens the LangGraph run that continues its log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from typing import Any
+
+from outlast.api.context import AppContext
+from outlast.api.edge import admit, check_size
+from outlast.api.lg.access import (
+    BadRequest,
+    Conflict,
+    Found,
+    ThreadNotFound,
+    Unprocessable,
+    find_thread,
+    found,
+)
+from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
+from outlast.api.schemas import check_config
+from outlast.api.waits import _validate
+from outlast.errors import RunNotFound
+from outlast.runtime.accept import RunRequest, new_run
+from outlast.runtime.budget import resolve_budget
+from outlast.runtime.options import KEPT_MODES
+from outlast.store import LgRun, RunStatus, Wait
+from outlast.store.base import ANSWERABLE_KINDS
+
+_LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
+SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
+# Keys of configurable that name where a run starts, not how it runs: the thread is the
+# request's, a checkpoint is a fork (RemoteGraph forwards its own config).
+_POSITION_KEYS = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")
+
+
+async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: str | None) -> Found:
+    from outlast.api.lg.assistants import resolve_assistant
+
+    try:
+        modes = body.modes()
+    except ValueError as exc:
+        raise Unprocessable(str(exc)) from None
+    if set(modes) & UNSUPPORTED_MODES:
+        raise Unprocessable(
+            f"stream_mode {sorted(set(modes) & UNSUPPORTED_MODES)} is not supported"
+        )
+    config = dict(body.config or {})
+    configurable = dict(config.get("configurable") or {})
+    if configurable and body.context:
+        raise BadRequest(
+            "Cannot specify both configurable and context. Prefer setting context alone."
+        )
+    assistant = await resolve_assistant(ctx, body.assistant_id)
+    check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
+    if thread_id is None:
+        if body.resumes():
+            raise BadRequest("You must provide a thread_id when resuming.")
+        thread_id = str(uuid.uuid4())
+        await ctx.store.lg_create_thread(thread_id, ctx.principal, {})
+    else:
+        await _thread_for_run(ctx, thread_id, body.if_not_exists)
+    kwargs = _kwargs(body, modes)
+    now = dt.datetime.now(dt.UTC)
+    draft = LgRun(
+        id=str(uuid.uuid4()),
+        run_id="",
+        thread_id=thread_id,
+        principal=ctx.principal,
+        assistant_id=assistant.assistant_id,
+        from_seq=0,
+        kwargs=kwargs,
+        metadata=body.metadata or {},
+        multitask_strategy=body.multitask_strategy,
+        created_at=now,
+        idempotency_key=key,
+    )
+    if body.resumes():
+        resumed = await _resume(ctx, thread_id, body, draft)
+        if resumed is not None:
+            return resumed
+    fork = body.checkpoint_id or (body.checkpoint.checkpoint_id if body.checkpoint else None)
+    fork = fork or configurable.get("checkpoint_id")
+    for name in _POSITION_KEYS:
+        configurable.pop(name, None)
+    merged = {**assistant.config, **config}
+    merged["configurable"] = {**(assistant.config.get("configurable") or {}), **configurable}
+    try:
+        check_config(merged)
+    except ValueError as exc:
+        raise Unprocessable(f"config: {exc}") from None
+    context = {**assistant.context, **(body.context or {})}
+    options: dict[str, Any] = {
+        "keep": sorted(set(modes) & KEPT_MODES),
+        "subgraphs": body.stream_subgraphs,
+        "interrupt_before": body.interrupt_before,
+        "interrupt_after": body.interrupt_after,
+        "context": context or None,
+        "durability": _durability(body),
+        "checkpoint_id": fork,
+        "command": body.command.model_dump(exclude_unset=True) if body.command else None,
+    }
+    graph = assistant.graph_id
+    model = ctx.registry.model_for(graph, merged)
+    new = new_run(
+        RunRequest(
+            graph=graph,
+            input=body.input,
+            thread_id=thread_id,
+            config=merged,
+            metadata=body.metadata,
+            budget=resolve_budget(None, ctx.settings.budget_defaults, ctx.settings.budget_caps),
+            model=model,
+            options={k: v for k, v in options.items() if v not in (None, [], False)},
+        ),
+        graphs=ctx.registry.names,
+        max_attempts=ctx.settings.max_attempts,
+        idempotency_key=key,
+        principal=ctx.principal,
+    )
+    await admit(ctx, thread_id, key)
+    draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id})
+    lg, run, _ = await ctx.store.lg_create_run(
+        new, draft, strategy=body.multitask_strategy, supersede_reason=SUPERSEDED
+    )
+    return await found(ctx, lg, run)
+
+
+def _fields(lg: LgRun) -> dict[str, Any]:
+    return {name: getattr(lg, name) for name in lg.__dataclass_fields__}
+
+
+def _durability(body: RunCreate) -> str | None:
+    if body.durability is not None:
+        return body.durability
+    if body.checkpoint_during is not None:
+        return "async" if body.checkpoint_during else "exit"
+    return None  # outlast's default: a checkpoint after every step (sync)
+
+
+def _kwargs(body: RunCreate, modes: list[str]) -> dict[str, Any]:
+    """The Run's ``kwargs`` as LangGraph's clients read them back."""
+    return {
+        "input": body.input,
+        "command": body.command.model_dump(exclude_unset=True) if body.command else None,
+        "config": body.config or {},
+        "context": body.context or {},
+        "stream_mode": modes,
+        "interrupt_before": body.interrupt_before,
+        "interrupt_after": body.interrupt_after,
+        "webhook": body.webhook,
+        "feedback_keys": body.feedback_keys,
+        "temporary": False,
+        "subgraphs": body.stream_subgraphs,
+        "resumable": True,  # every outlast run is: its log is durable
+        "durability": _durability(body) or "sync",
+    }
+
+
+async def _thread_for_run(ctx: AppContext, thread_id: str, if_not_exists: str) -> None:
+    thread = await find_thread(ctx, thread_id)
+    if thread is not None:
+        return
+    if if_not_exists != "create":
+        raise ThreadNotFound("Thread or assistant not found.")
+    _, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, {})
+    if not created and await find_thread(ctx, thread_id) is None:
+        # another principal's thread: refused without saying whose or what it holds
+        raise Unprocessable(f"thread_id {thread_id!r} cannot be used; choose another")
+
+
+async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun) -> Found | None:
+    """Route ``command.resume`` into the waits of the thread's run that asks for
+    something. ``None`` when nothing is pending and the client did not ask for
+    ``strict_resume``: then it is an ordinary run with ``Command(resume=…)``, as
+    LangGraph's server does (and nothing happens)."""
+    assert body.command is not None
+    latest = await ctx.store.latest_run(thread_id)
+    waits: list[Wait] = []
+    if latest is not None and latest.status == RunStatus.WAITING:
+        waits = [
+            w for w in await ctx.store.list_waits(latest.id, "open") if w.kind in ANSWERABLE_KINDS
+        ]
+    if latest is None or not waits:
+        if body.strict_resume:
+            raise Conflict(f"Thread {thread_id} has no pending interrupt to resume")
+        return None
+    answers = _answers(body.command.resume, waits, body.strict_resume)
+    for wait_id, value in answers.items():
+        wait = next(w for w in waits if w.id == wait_id)
+        check_size(value, ctx.settings.max_answer_bytes, "the resume value", "max_answer_bytes")
+        _validate(wait.schema, value)
+    lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
+    run = await ctx.store.get_run(latest.id)
+    if run is None:  # pragma: no cover - deleted under us
+        raise RunNotFound(f"run {latest.id} is gone")
+    return await found(ctx, lg, run)
+
+
+def _answers(resume: Any, waits: list[Wait], strict: bool) -> dict[str, Any]:
+    """Which wait each part of ``resume`` answers: a map keyed by interrupt id, or one
+    value when exactly one interrupt is pending."""
+    by_interrupt = {w.interrupt_id: w for w in waits}
+    if isinstance(resume, dict) and resume and any(k in by_interrupt for k in resume):
+        unknown = sorted(k for k in resume if k not in by_interrupt)
+        if unknown and strict:
+            raise Conflict(
+                f"resume names interrupts that are not pending: {unknown}; "
+                f"pending: {sorted(by_interrupt)}"
+            )
+        return {by_interrupt[k].id: v for k, v in resume.items() if k in by_interrupt}
+    if (
+        strict
+        and isinstance(resume, dict)
+        and resume
+        and all(_LOOKS_LIKE_ID.match(k) for k in resume)
+    ):
+        raise Conflict(
+            f"resume names interrupts that are not pending: {sorted(resume)}; "
+            f"pending: {sorted(by_interrupt)}"
+        )
+    if len(waits) == 1:
+        return {waits[0].id: resume}
+    raise Conflict(
+        "When there are multiple pending interrupts, you must specify the interrupt id "
+        f"when resuming. Pending: {sorted(by_interrupt)}"
+    )

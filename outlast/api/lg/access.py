@@ -1,0 +1,124 @@
+"""Lookups every route of the LangGraph face shares: a thread, a LangGraph run, the graph
+of a thread and its state, seen by the calling principal (another principal's thread or
+run does not exist: ``404``, as on ``/v1``)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import StateSnapshot
+
+from outlast.api.context import AppContext
+from outlast.errors import OutlastError, RunNotFound
+from outlast.store import LgRun, Run, RunStatus, Thread
+from outlast.store.base import ANSWERABLE_KINDS as ANSWERABLE
+from outlast.store.base import system_assistant_id
+from outlast.store.lgthreads import native
+
+
+class ThreadNotFound(OutlastError):
+    status = 404
+    title = "Thread not found"
+
+
+class Conflict(OutlastError):
+    status = 409
+    title = "Conflict"
+
+
+class BadRequest(OutlastError):
+    status = 400
+    title = "Bad request"
+
+
+class Unprocessable(OutlastError):
+    status = 422
+    title = "Unprocessable request"
+
+
+async def find_thread(ctx: AppContext, thread_id: str) -> Thread | None:
+    found = await ctx.store.lg_threads(thread_id=thread_id)
+    if not found or found[0].principal != ctx.principal:
+        return None
+    return found[0]
+
+
+async def thread_or_404(ctx: AppContext, thread_id: str) -> Thread:
+    thread = await find_thread(ctx, thread_id)
+    if thread is None:
+        raise ThreadNotFound(f"Thread with ID {thread_id} not found")
+    return thread
+
+
+def graph_id_of(ctx: AppContext, thread: Thread) -> str:
+    """The graph whose channels the thread's checkpoints hold: its latest run's, else the
+    one its metadata names, else the first configured."""
+    names = ctx.registry.names
+    for name in (thread.run_graph, thread.metadata.get("graph_id")):
+        if isinstance(name, str) and name in names:
+            return name
+    return names[0]
+
+
+def graph_of(ctx: AppContext, graph_id: str) -> Any:
+    """The graph on the shared (unfenced) saver: for reading states and for updates a
+    client makes between runs, never for running."""
+    return ctx.registry.for_run(graph_id, ctx.store.checkpointer())
+
+
+async def read_state(
+    ctx: AppContext,
+    thread: Thread,
+    checkpoint: dict[str, Any] | None = None,
+    subgraphs: bool = False,
+) -> StateSnapshot:
+    configurable: dict[str, Any] = {"thread_id": thread.thread_id, "checkpoint_ns": ""}
+    if checkpoint:
+        configurable.update({k: v for k, v in checkpoint.items() if v is not None})
+        configurable["thread_id"] = thread.thread_id
+    graph = graph_of(ctx, graph_id_of(ctx, thread))
+    state: StateSnapshot = await graph.aget_state(
+        {"configurable": configurable}, subgraphs=subgraphs
+    )
+    return state
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A LangGraph run and the outlast run it is a stretch of."""
+
+    lg: LgRun
+    run: Run
+    latest: bool  # the outlast run's newest stretch
+    asking: bool  # the outlast run waits for a client's answer
+
+
+async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> Found:
+    missing = RunNotFound(f"Run with ID {run_id} not found")
+    try:
+        uuid.UUID(run_id)
+    except ValueError:
+        raise missing from None
+    lg = await ctx.store.lg_get_run(run_id)
+    run = await ctx.store.get_run(lg.run_id if lg else run_id)
+    if run is None or run.principal != ctx.principal:
+        raise missing
+    if lg is None:
+        if await ctx.store.lg_runs_of_run(run.id):
+            raise missing  # not a LangGraph run id
+        lg = native(run, system_assistant_id(run.graph))
+    if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
+        raise missing
+    return await found(ctx, lg, run)
+
+
+async def found(ctx: AppContext, lg: LgRun, run: Run) -> Found:
+    stretches = await ctx.store.lg_runs_of_run(run.id)
+    latest = not stretches or stretches[-1].id == lg.id
+    asking = False
+    if run.status == RunStatus.WAITING:
+        waits = await ctx.store.list_waits(run.id, "open")
+        asking = any(w.kind in ANSWERABLE for w in waits)
+    return Found(lg, run, latest, asking)

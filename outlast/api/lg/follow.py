@@ -1,0 +1,205 @@
+"""Following a LangGraph run: its SSE stream (live, or rejoined from any event id), and
+the JSON bodies of ``/wait``, ``/join`` and ``cancel?wait=1``.
+
+Every stream reads the run's durable log through ``api.sse.follow_log`` (the reader both
+faces share), from the cursor the client names, so a rejoin after a cut, a restart of the
+server or days later gets the events it missed and nothing twice; a cursor older than
+retention is told as a ``gap`` followed by the current ``values``, never hidden.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+
+from outlast.api.context import AppContext
+from outlast.api.lg.access import Found, Unprocessable, found, read_state, thread_or_404
+from outlast.api.lg.views import error_of, interrupt_json
+from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
+from outlast.api.sse import Gap, follow_log
+from outlast.jsonable import to_jsonable
+from outlast.store import Event, RunStatus
+from outlast.store.hub import STATUS, wait_for
+
+HEARTBEAT = 5.0  # seconds; the JS SDK's idle watchdog learns this interval
+_FROM_START = {"", "-1", "-", "0"}
+_ID = re.compile(r"^\d{1,18}$")
+
+
+def cursor_of(last_event_id: str | None, lg_from: int) -> int:
+    """``Last-Event-ID`` as a seq of the run's log. ``-1``, ``-``, ``0`` or nothing
+    replay the LangGraph run from its start (useStream rejoins with ``-1``); an id this
+    server never sends is refused rather than guessed at."""
+    raw = (last_event_id or "").strip()
+    if raw in _FROM_START:
+        return lg_from
+    if not _ID.match(raw):
+        raise Unprocessable(
+            f"Last-Event-ID {raw[:40]!r} is not an event id of this server (ids are the "
+            "run's event seqs; -1 replays from the start)"
+        )
+    return max(int(raw), lg_from)
+
+
+def requested_modes(raw: list[str] | None, fallback: list[str]) -> list[str]:
+    """``stream_mode`` on a join, however the client encoded it: repeated keys, a JSON
+    array or a comma-separated string (the SDKs differ); none means the run's own."""
+    modes: list[str] = []
+    for item in raw or []:
+        item = item.strip()
+        if item.startswith("["):
+            with contextlib.suppress(ValueError):
+                modes += [str(m) for m in json.loads(item)]
+            continue
+        modes += [m.strip() for m in item.split(",") if m.strip()]
+    return modes or fallback
+
+
+async def _upper(ctx: AppContext, f: Found) -> int | None:
+    """Where this stretch of the log ends at the latest: the next stretch's start."""
+    if f.latest:
+        return None
+    stretches = await ctx.store.lg_runs_of_run(f.run.id)
+    later = [s.from_seq for s in stretches if s.from_seq > f.lg.from_seq]
+    return min(later) if later else None
+
+
+def _over_before(f: Found, cursor: int, upper: int | None) -> bool:
+    """The client's cursor is already past this LangGraph run's end (a rejoin of a
+    finished run): it gets ``end`` at once, never a stream that waits forever."""
+    if upper is not None:
+        return cursor >= upper
+    run = f.run
+    ended = run.terminal or (run.status == RunStatus.WAITING and f.asking)
+    return ended and cursor >= run.last_seq
+
+
+async def sse(
+    ctx: AppContext,
+    f: Found,
+    cursor: int,
+    modes: list[str],
+    subgraphs: bool,
+    stopping: Any,
+) -> AsyncIterator[ServerSentEvent]:
+    wire = Wire(
+        run_id=f.lg.id,
+        thread_id=f.lg.thread_id,
+        graph_id=f.run.graph,
+        assistant_id=f.lg.assistant_id,
+        modes=base_modes(modes),
+        subgraphs=subgraphs,
+    )
+    yield frame("metadata", {"run_id": f.lg.id, "attempt": max(f.run.attempts, 1)}, cursor)
+    upper = await _upper(ctx, f)
+    if _over_before(f, cursor, upper):
+        yield frame("end", {"status": f.run.status.value}, cursor)
+        return
+    log = follow_log(ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds, stopping)
+    async with contextlib.aclosing(log) as items:
+        async for item in items:
+            if isinstance(item, Gap):
+                for fr in await _gap(ctx, f, item, wire):
+                    yield fr
+                continue
+            if upper is not None and item.seq > upper:
+                yield frame("end", None, upper)
+                return
+            for fr in wire.frames(item):
+                yield fr
+            if ends_stretch(item):
+                return
+
+
+async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSentEvent]:
+    data = {
+        "requested_after": gap.requested_after,
+        "oldest_available": gap.oldest_available,
+        "reason": "events up to this point were pruned by retention",
+    }
+    frames = [frame("gap", data, gap.resume_at)]
+    if "values" in wire.modes:
+        state = await read_state(ctx, await thread_or_404(ctx, f.lg.thread_id))
+        frames.append(frame("values", to_jsonable(state.values), gap.resume_at))
+    return frames
+
+
+async def wait_until_over(ctx: AppContext, f: Found) -> Found:
+    """Until this LangGraph run is over (the run ended or asks for something)."""
+    upper = await _upper(ctx, f)
+    cursor = f.lg.from_seq
+    while not _over_before(f, cursor, upper):
+        over = False
+        log = follow_log(ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds)
+        async with contextlib.aclosing(log) as items:
+            async for item in items:
+                if not isinstance(item, Event):
+                    continue
+                if (upper is not None and item.seq > upper) or ends_stretch(item):
+                    over = True
+                    break
+                cursor = item.seq
+        run = await ctx.store.get_run(f.run.id)
+        if run is None:
+            return f
+        f = await found(ctx, f.lg, run)
+        if over:
+            break
+    return f
+
+
+async def final_body(ctx: AppContext, f: Found) -> Any:
+    """What ``/wait`` and ``/join`` answer: the state at the end of this LangGraph run,
+    with ``__interrupt__`` when it stopped at interrupts, or ``__error__`` when it
+    failed (HTTP 200 either way: the SDKs raise on ``__error__``)."""
+    run = f.run
+    if run.status == RunStatus.FAILED and f.latest:
+        return {"__error__": error_of(run.error)}
+    if run.status == RunStatus.COMPLETED and f.latest and run.result is not None:
+        return run.result
+    thread = await thread_or_404(ctx, f.lg.thread_id)
+    state = await read_state(ctx, thread)
+    values = to_jsonable(state.values)
+    if state.interrupts and f.asking:
+        body = dict(values) if isinstance(values, dict) else {}
+        body["__interrupt__"] = [interrupt_json(i) for i in state.interrupts]
+        return body
+    return values
+
+
+async def keepalive_json(work: asyncio.Task[Any]) -> AsyncIterator[bytes]:
+    """``"\\n"`` every few seconds until the body is ready (JSON parsers skip leading
+    whitespace, and proxies see bytes moving), then the body."""
+    try:
+        while True:
+            done, _ = await asyncio.wait({work}, timeout=HEARTBEAT)
+            if done:
+                break
+            yield b"\n"
+        yield json.dumps(work.result(), separators=(",", ":"), default=str).encode()
+    finally:
+        if not work.done():
+            work.cancel()
+
+
+async def terminal(ctx: AppContext, run_id: str, at_most: float) -> None:
+    """Until the run is terminal (or ``at_most`` seconds): a cancel with ``wait=1``
+    really waits."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + at_most
+    with ctx.store.hub.watch(STATUS, run_id) as changed:
+        while True:
+            run = await ctx.store.get_run(run_id)
+            if run is None or run.terminal:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            await wait_for(changed, min(remaining, 5.0))
+            changed.clear()

@@ -1,0 +1,376 @@
+"""Runs on the LangGraph face: on a thread and stateless; create (``200`` with the Run,
+never ``202``: the JS SDK drops a 202's body), stream, wait, join, join the stream, list,
+get, cancel, delete, and cancel in bulk.
+
+Each route answers with root-relative ``Location`` / ``Content-Location`` (the SDKs
+append them to their base URL and reconnect through them), and every run-creating POST
+honours ``Idempotency-Key`` (LangGraph's own server does not; its clients never send it,
+so nothing changes for them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+import anyio
+from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from outlast.api.context import AppContext
+from outlast.api.edge import checked_key, ctx_of
+from outlast.api.lg.accept import start
+from outlast.api.lg.access import Conflict, Found, lg_run_or_404, thread_or_404
+from outlast.api.lg.follow import (
+    cursor_of,
+    final_body,
+    keepalive_json,
+    requested_modes,
+    sse,
+    terminal,
+    wait_until_over,
+)
+from outlast.api.lg.schemas import BulkCancel, RunCreate
+from outlast.api.lg.views import run_json, run_status
+from outlast.store import RunStatus
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["langgraph"])
+ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+RunId = Annotated[str, Path(max_length=100)]
+# Background cancels of streams whose client left with on_disconnect=cancel.
+_cancels: set[asyncio.Task[Any]] = set()
+
+
+def _paths(f: Found) -> tuple[str, str]:
+    base = f"/threads/{f.lg.thread_id}/runs/{f.lg.id}"
+    return base, f"{base}/stream"
+
+
+def _status(f: Found) -> str:
+    return run_status(f.run, f.latest, f.asking)
+
+
+def _headers(f: Found, location: str) -> dict[str, str]:
+    base, _ = _paths(f)
+    return {"Location": location, "Content-Location": base}
+
+
+async def _create(
+    request: Request, thread_id: str | None, body: RunCreate, key: str | None
+) -> Found:
+    return await start(ctx_of(request), thread_id, body, checked_key(key))
+
+
+def _stream_response(
+    ctx: AppContext, f: Found, cursor: int, modes: list[str], subgraphs: bool, cancel_on_gone: bool
+) -> EventSourceResponse:
+    shutdown = anyio.Event()
+    events = sse(ctx, f, cursor, modes, subgraphs, shutdown.is_set)
+    base, stream_path = _paths(f)
+    return EventSourceResponse(
+        _watched(ctx, f, events, cancel_on_gone),
+        shutdown_event=shutdown,
+        shutdown_grace_period=1.0,
+        ping=5,
+        ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
+        send_timeout=30,
+        headers={
+            "Location": stream_path,
+            "Content-Location": base,
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no",
+        },
+    )
+
+
+async def _watched(
+    ctx: AppContext, f: Found, events: AsyncIterator[ServerSentEvent], cancel_on_gone: bool
+) -> AsyncIterator[ServerSentEvent]:
+    """The stream; with ``on_disconnect=cancel`` (an explicit client choice, never the
+    default) a client that leaves before the end cancels the run."""
+    ended = False
+    try:
+        async for item in events:
+            yield item
+            if item.event == "end":
+                ended = True
+    finally:
+        if cancel_on_gone and not ended:
+            _cancel_later(ctx, f, "the client disconnected (on_disconnect=cancel)")
+
+
+def _cancel_later(ctx: AppContext, f: Found, reason: str) -> None:
+    """From a ``finally`` of a stream being closed: the cancel must outlive it."""
+    task = asyncio.get_running_loop().create_task(ctx.store.request_cancel(f.run.id, reason))
+    _cancels.add(task)
+    task.add_done_callback(_cancels.discard)
+
+
+def _wait_response(ctx: AppContext, f: Found, cancel_on_gone: bool) -> StreamingResponse:
+    async def body() -> Any:
+        return await final_body(ctx, await wait_until_over(ctx, f))
+
+    work = asyncio.ensure_future(body())
+
+    async def chunks() -> AsyncIterator[bytes]:
+        done = False
+        try:
+            async for chunk in keepalive_json(work):
+                yield chunk
+            done = True
+        finally:
+            if cancel_on_gone and not done:
+                task = asyncio.get_running_loop().create_task(
+                    ctx.store.request_cancel(
+                        f.run.id, "the client disconnected (cancel_on_disconnect)"
+                    )
+                )
+                _cancels.add(task)
+                task.add_done_callback(_cancels.discard)
+
+    base, _ = _paths(f)
+    return StreamingResponse(
+        chunks(),
+        media_type="application/json",
+        headers={"Location": f"{base}/join", "Content-Location": base},
+    )
+
+
+# -- on a thread ---------------------------------------------------------------------
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(
+    request: Request,
+    thread_id: ThreadId,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> JSONResponse:
+    f = await _create(request, thread_id, body, idempotency_key)
+    base, _ = _paths(f)
+    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(
+    request: Request,
+    thread_id: ThreadId,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    f = await _create(request, thread_id, body, idempotency_key)
+    return _stream_response(
+        ctx_of(request),
+        f,
+        f.lg.from_seq,
+        body.modes(),
+        body.stream_subgraphs,
+        body.on_disconnect == "cancel",
+    )
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(
+    request: Request,
+    thread_id: ThreadId,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    f = await _create(request, thread_id, body, idempotency_key)
+    return _wait_response(ctx_of(request), f, body.on_disconnect == "cancel")
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(
+    request: Request,
+    thread_id: ThreadId,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+    | None = None,
+    select: Annotated[list[str] | None, Query()] = None,
+) -> list[dict[str, Any]]:
+    ctx = ctx_of(request)
+    await thread_or_404(ctx, thread_id)
+    views = []
+    for lg in await ctx.store.lg_runs_of_thread(thread_id):
+        if lg.deleted:
+            continue
+        run = await ctx.store.get_run(lg.run_id)
+        if run is None:
+            continue
+        from outlast.api.lg.access import found
+
+        f = await found(ctx, lg, run)
+        view = run_json(lg, run, _status(f))
+        if status is None or view["status"] == status:
+            views.append(view)
+    page = views[offset : offset + limit]
+    if select:
+        page = [{k: v[k] for k in select if k in v} for v in page]
+    return page
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(request: Request, thread_id: ThreadId, run_id: RunId) -> JSONResponse:
+    f = await lg_run_or_404(ctx_of(request), thread_id, run_id)
+    base, _ = _paths(f)
+    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(
+    request: Request,
+    thread_id: ThreadId,
+    run_id: RunId,
+    cancel_on_disconnect: bool = Query(default=False),
+) -> StreamingResponse:
+    ctx = ctx_of(request)
+    f = await lg_run_or_404(ctx, thread_id, run_id)
+    return _wait_response(ctx, f, cancel_on_disconnect)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_stream(
+    request: Request,
+    thread_id: ThreadId,
+    run_id: RunId,
+    last_event_id: Annotated[str | None, Header()] = None,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+    stream_subgraphs: bool | None = Query(default=None),
+    cancel_on_disconnect: bool = Query(default=False),
+) -> EventSourceResponse:
+    """Rejoin a run's stream: ``Last-Event-ID`` (``-1`` from the start) replays what came
+    after it, then live. The run's own modes and subgraph choice, unless overridden."""
+    ctx = ctx_of(request)
+    f = await lg_run_or_404(ctx, thread_id, run_id)
+    cursor = cursor_of(last_event_id, f.lg.from_seq)
+    own = f.lg.kwargs.get("stream_mode") or ["values", "updates", "messages-tuple", "custom"]
+    modes = requested_modes(stream_mode, own)
+    subgraphs = (
+        stream_subgraphs if stream_subgraphs is not None else bool(f.lg.kwargs.get("subgraphs"))
+    )
+    return _stream_response(ctx, f, cursor, modes, subgraphs, cancel_on_disconnect)
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(
+    request: Request,
+    thread_id: ThreadId,
+    run_id: RunId,
+    wait: bool = Query(default=False),
+    action: Literal["interrupt", "rollback"] = Query(default="interrupt"),
+) -> Response:
+    """Cooperative, and it ends: the node in flight is cancelled and the run reaches
+    ``cancelled`` (``wait=1`` returns once it has). ``rollback`` also removes the run
+    from the LangGraph face (404 afterwards)."""
+    ctx = ctx_of(request)
+    f = await lg_run_or_404(ctx, thread_id, run_id)
+    await _cancel(ctx, f, action)
+    if not wait:
+        return Response(status_code=202)
+    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
+    run = await ctx.store.get_run(f.run.id)
+    if run is None:
+        return Response(status_code=204)
+    from outlast.api.lg.access import found
+
+    body = await final_body(ctx, await found(ctx, f.lg, run))
+    base, _ = _paths(f)
+    return JSONResponse(body, headers={"Location": f"{base}/join"})
+
+
+async def _cancel(ctx: AppContext, f: Found, action: str) -> None:
+    if f.latest and not f.run.terminal:
+        reason = f"cancelled through the LangGraph API (action={action})"
+        await ctx.store.request_cancel(f.run.id, reason)
+    if action == "rollback":
+        await ctx.store.lg_delete_runs_of(f.run.id)
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+async def delete_run(request: Request, thread_id: ThreadId, run_id: RunId) -> Response:
+    """Removes the run from the LangGraph face; an active run must be cancelled first
+    (deleting it would leave its work running unseen)."""
+    ctx = ctx_of(request)
+    f = await lg_run_or_404(ctx, thread_id, run_id)
+    if f.latest and f.run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING):
+        raise Conflict(f"Run {run_id} is {f.run.status.value}; cancel it first")
+    await ctx.store.lg_delete_runs_of(f.run.id)
+    return Response(status_code=204)
+
+
+# -- stateless -----------------------------------------------------------------------
+
+
+@router.post("/runs")
+async def create_stateless(
+    request: Request,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> JSONResponse:
+    f = await _create(request, None, body, idempotency_key)
+    base, _ = _paths(f)
+    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+
+
+@router.post("/runs/stream")
+async def stream_stateless(
+    request: Request,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    f = await _create(request, None, body, idempotency_key)
+    return _stream_response(
+        ctx_of(request),
+        f,
+        0,
+        body.modes(),
+        body.stream_subgraphs,
+        body.on_disconnect == "cancel",
+    )
+
+
+@router.post("/runs/wait")
+async def wait_stateless(
+    request: Request,
+    body: Annotated[RunCreate, Body()],
+    idempotency_key: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    f = await _create(request, None, body, idempotency_key)
+    return _wait_response(ctx_of(request), f, body.on_disconnect == "cancel")
+
+
+@router.post("/runs/cancel", status_code=204)
+async def cancel_many(
+    request: Request,
+    body: Annotated[BulkCancel, Body()],
+    action: Literal["interrupt", "rollback"] = Query(default="interrupt"),
+) -> Response:
+    """By thread and run ids, or every pending/running run of the caller."""
+    ctx = ctx_of(request)
+    if (body.run_ids is not None) == (body.status is not None):
+        from outlast.api.lg.access import Unprocessable
+
+        raise Unprocessable("give either thread_id with run_ids, or status")
+    if body.run_ids is not None:
+        for run_id in body.run_ids:
+            await _cancel(ctx, await lg_run_or_404(ctx, body.thread_id, run_id), action)
+        return Response(status_code=204)
+    statuses = {
+        "pending": [RunStatus.QUEUED],
+        "running": [RunStatus.RUNNING],
+        "all": [RunStatus.QUEUED, RunStatus.RUNNING],
+    }[body.status or "all"]
+    for status in statuses:
+        for run in await ctx.store.list_runs(
+            principal=ctx.principal, thread_id=None, status=status, limit=10_000, before=None
+        ):
+            await ctx.store.request_cancel(run.id, f"cancelled in bulk (action={action})")
+            if action == "rollback":
+                await ctx.store.lg_delete_runs_of(run.id)
+    return Response(status_code=204)

@@ -1,0 +1,186 @@
+"""What LangGraph's clients send, as pydantic models at the face's edge.
+
+Fields follow the map (``langgraph-api-compat.md`` §A) and what ``langgraph_sdk`` and
+the JS SDK actually send; unknown fields are ignored rather than refused, because the
+SDKs add fields release by release (``strict_resume`` appeared in 0.4.14) and a client a
+version ahead must still work. Values are checked for what the store cannot keep (NUL,
+lone surrogates, non-finite numbers), as on ``/v1``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from outlast.api.schemas import _check_storable
+
+# Every mode the legacy run endpoints accept (§A.4); `tools` and `lifecycle` are v2 only.
+STREAM_MODES = frozenset(
+    {
+        "values",
+        "messages",
+        "messages-tuple",
+        "updates",
+        "events",
+        "debug",
+        "tasks",
+        "checkpoints",
+        "custom",
+    }
+)
+UNSUPPORTED_MODES = frozenset({"events"})
+
+_THREAD_ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ThreadCreate(_Lenient):
+    thread_id: str | None = Field(default=None, pattern=_THREAD_ID)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    ttl: Any = None
+    supersteps: list[dict[str, Any]] | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class ThreadSearch(_Lenient):
+    ids: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = (
+        "created_at"
+    )
+    sort_order: Literal["asc", "desc"] = "desc"
+    select: list[str] | None = None
+
+    @field_validator("metadata", "values")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class ThreadCount(_Lenient):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+
+
+class ThreadPatch(_Lenient):
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    ttl: Any = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class CheckpointRef(_Lenient):
+    checkpoint_id: str | None = Field(default=None, max_length=200)
+    checkpoint_ns: str = Field(default="", max_length=2000)
+    checkpoint_map: dict[str, Any] | None = None
+    thread_id: str | None = None
+
+
+class StateUpdate(_Lenient):
+    values: dict[str, Any] | list[Any] | None = None
+    as_node: str | None = Field(default=None, max_length=200)
+    checkpoint: CheckpointRef | None = None
+    checkpoint_id: str | None = Field(default=None, max_length=200)
+
+    @field_validator("values")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+class StateAtCheckpoint(_Lenient):
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+
+
+class HistoryQuery(_Lenient):
+    limit: int = Field(default=10, ge=1, le=1000)
+    before: CheckpointRef | str | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+
+
+class Command(_Lenient):
+    resume: Any = None
+    update: dict[str, Any] | list[Any] | None = None
+    goto: Any = None
+
+
+class RunCreate(_Lenient):
+    """The body of every run-creating endpoint (stateful, stateless, stream, wait)."""
+
+    assistant_id: str = Field(max_length=200)
+    input: dict[str, Any] | list[Any] | None = None
+    command: Command | None = None
+    stream_mode: str | list[str] = Field(default_factory=lambda: ["values"])
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+    checkpoint_id: str | None = Field(default=None, max_length=200)
+    checkpoint_during: bool | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] = "enqueue"
+    if_not_exists: Literal["reject", "create"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] = "delete"
+    after_seconds: float | None = Field(default=None, ge=0, le=366 * 86400)
+    strict_resume: bool = False
+    webhook: str | None = None
+    feedback_keys: list[str] | None = None
+
+    @field_validator("input", "config", "context", "metadata")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _storable_command(cls, value: Command | None) -> Command | None:
+        if value is not None:
+            _check_storable(value.model_dump())
+        return value
+
+    def modes(self) -> list[str]:
+        """The requested modes; an empty list (useStream sends one) means ``values``."""
+        raw = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
+        modes = list(dict.fromkeys(raw)) or ["values"]
+        unknown = [m for m in modes if m not in STREAM_MODES]
+        if unknown:
+            raise ValueError(f"unknown stream_mode {unknown}; allowed: {sorted(STREAM_MODES)}")
+        return modes
+
+    def resumes(self) -> bool:
+        return self.command is not None and "resume" in self.command.model_fields_set
+
+
+class BulkCancel(_Lenient):
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None

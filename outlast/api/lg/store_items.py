@@ -1,0 +1,160 @@
+"""``/store``: LangGraph's Store API (``client.store``, Studio's Memory tab).
+
+The items are LangGraph's own store (``store/items.py``), seen through the caller's
+principal: another principal's items, namespaces included, do not exist for this one.
+Every body is checked in full before the store is called, so a refused request writes
+nothing; the bodies are exactly what the Python and JS SDKs send, and anything else is
+refused rather than ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from langgraph.store.base import BaseStore, InvalidNamespaceError
+from pydantic import BaseModel, ConfigDict, Field
+
+from outlast.api.edge import ctx_of
+from outlast.errors import OutlastError
+from outlast.store.items import check_filter, check_labels, for_principal
+
+router = APIRouter(tags=["langgraph"])
+
+Key = Annotated[str, Field(min_length=1)]
+Limit = Annotated[int, Field(ge=1, le=1000)]
+Offset = Annotated[int, Field(ge=0)]
+
+
+class InvalidNamespace(OutlastError):
+    status = 422
+    title = "Invalid namespace"
+
+
+class InvalidFilter(OutlastError):
+    status = 422
+    title = "Invalid filter"
+
+
+class MissingKey(OutlastError):
+    status = 400
+    title = "Missing key"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PutItem(_Body):
+    namespace: list[str]
+    key: Key
+    value: dict[str, Any]
+    # Without an index configured (outlast configures none) LangGraph ignores ``index``.
+    index: Literal[False] | list[str] | None = None
+    ttl: float | None = Field(default=None, gt=0, description="minutes")
+
+
+class DeleteItem(_Body):
+    namespace: list[str]
+    key: Key
+
+
+class SearchItems(_Body):
+    namespace_prefix: list[str] = Field(default_factory=list)
+    filter: dict[str, Any] | None = None
+    limit: Limit = 10
+    offset: Offset = 0
+    # Accepted and, as in LangGraph's stores without an index, not used: no ranking.
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class ListNamespaces(_Body):
+    prefix: list[str] | None = None
+    suffix: list[str] | None = None
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    limit: Limit = 100
+    offset: Offset = 0
+
+
+def _items(request: Request) -> BaseStore:
+    ctx = ctx_of(request)
+    return for_principal(ctx.store.items, ctx.principal)
+
+
+def _namespace(labels: list[str], *, what: str = "namespace") -> tuple[str, ...]:
+    try:
+        return check_labels(labels)
+    except InvalidNamespaceError as exc:
+        raise InvalidNamespace(f"{what}: {exc}") from None
+
+
+def _path(labels: list[str] | None, what: str) -> tuple[str, ...] | None:
+    # "*" stands for any one label in a list_namespaces match condition.
+    if labels is None:
+        return None
+    _namespace([label for label in labels if label != "*"], what=what)
+    return tuple(labels)
+
+
+@router.put("/store/items", status_code=204)
+async def put_item(request: Request, body: PutItem) -> Response:
+    namespace = _namespace(body.namespace)
+    if not namespace:
+        raise InvalidNamespace("namespace: an item needs at least one label")
+    if namespace[0] == "langgraph":
+        raise InvalidNamespace('namespace: the root label "langgraph" is reserved')
+    await _items(request).aput(namespace, body.key, body.value, body.index, ttl=body.ttl)
+    return Response(status_code=204)
+
+
+@router.get("/store/items")
+async def get_item(
+    request: Request,
+    namespace: str = "",
+    key: str | None = None,
+    refresh_ttl: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any] | None:
+    """200 ``null`` for a missing item, as LangGraph's server answers (the SDKs return
+    ``None``); labels come dot-joined, so one cannot contain a dot."""
+    if not key:
+        raise MissingKey("key is required")
+    labels = _namespace(namespace.split(".") if namespace else [])
+    item = await _items(request).aget(labels, key, refresh_ttl=refresh_ttl)
+    return None if item is None else item.dict()
+
+
+@router.delete("/store/items", status_code=204)
+async def delete_item(request: Request, body: DeleteItem) -> Response:
+    await _items(request).adelete(_namespace(body.namespace), body.key)
+    return Response(status_code=204)
+
+
+@router.post("/store/items/search")
+async def search_items(request: Request, body: SearchItems) -> dict[str, Any]:
+    prefix = _namespace(body.namespace_prefix, what="namespace_prefix")
+    try:
+        check_filter(body.filter)
+    except ValueError as exc:
+        raise InvalidFilter(str(exc)) from None
+    found = await _items(request).asearch(
+        prefix,
+        query=body.query,
+        filter=body.filter,
+        limit=body.limit,
+        offset=body.offset,
+        refresh_ttl=body.refresh_ttl,
+    )
+    return {"items": [item.dict() for item in found]}
+
+
+@router.post("/store/namespaces")
+async def list_namespaces(request: Request, body: ListNamespaces) -> dict[str, Any]:
+    found = await _items(request).alist_namespaces(
+        prefix=_path(body.prefix, "prefix"),
+        suffix=_path(body.suffix, "suffix"),
+        max_depth=body.max_depth,
+        limit=body.limit,
+        offset=body.offset,
+    )
+    return {"namespaces": [list(ns) for ns in found]}

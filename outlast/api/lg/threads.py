@@ -1,0 +1,334 @@
+"""Threads on the LangGraph face: create, read, search, patch, delete, copy; the state,
+at the head or at a checkpoint, updated as a node; the history.
+
+A thread's status and values are not stored apart from its runs and checkpoints (two
+records of one fact drift): they are read from the latest run and the saver each time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from outlast.api.context import AppContext
+from outlast.api.edge import ctx_of
+from outlast.api.lg.access import (
+    Conflict,
+    find_thread,
+    graph_id_of,
+    graph_of,
+    read_state,
+    thread_or_404,
+)
+from outlast.api.lg.schemas import (
+    HistoryQuery,
+    StateAtCheckpoint,
+    StateUpdate,
+    ThreadCount,
+    ThreadCreate,
+    ThreadPatch,
+    ThreadSearch,
+)
+from outlast.api.lg.views import state_json, thread_json, thread_status
+from outlast.jsonable import to_jsonable
+from outlast.store import RunStatus, Thread
+
+router = APIRouter(tags=["langgraph"])
+ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+
+
+async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
+    state = await read_state(ctx, thread) if thread.run_id or thread.metadata else None
+    return thread_json(thread, state)
+
+
+@router.post("/threads")
+async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()]) -> Any:
+    ctx = ctx_of(request)
+    thread_id = body.thread_id or str(uuid.uuid4())
+    thread, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, body.metadata)
+    if not created:
+        if body.if_exists == "raise" or thread.principal != ctx.principal:
+            raise Conflict(f"Thread {thread_id} already exists")
+        return await view(ctx, thread)
+    if body.supersteps:
+        await _apply_supersteps(ctx, thread, body.supersteps)
+        thread = await thread_or_404(ctx, thread_id)
+    return await view(ctx, thread)
+
+
+async def _apply_supersteps(
+    ctx: AppContext, thread: Thread, supersteps: list[dict[str, Any]]
+) -> None:
+    graph = graph_of(ctx, graph_id_of(ctx, thread))
+    config: dict[str, Any] = {"configurable": {"thread_id": thread.thread_id}}
+    for step in supersteps:
+        updates = [(u.get("values"), u.get("as_node")) for u in step.get("updates", [])]
+        config = await graph.abulk_update_state(config, [[_update(v, n) for v, n in updates]])
+
+
+def _update(values: Any, as_node: Any) -> Any:
+    from langgraph.types import StateUpdate as Update
+
+    return Update(values, as_node)
+
+
+@router.get("/threads/{thread_id}")
+async def get_thread(request: Request, thread_id: ThreadId) -> Any:
+    ctx = ctx_of(request)
+    return await view(ctx, await thread_or_404(ctx, thread_id))
+
+
+@router.post("/threads/search")
+async def search_threads(
+    request: Request, response: Response, body: Annotated[ThreadSearch | None, Body()] = None
+) -> list[dict[str, Any]]:
+    """Metadata containment, status, ids; ``X-Pagination-Total`` and, when there are
+    more, ``X-Pagination-Next`` (the next offset)."""
+    ctx = ctx_of(request)
+    query = body or ThreadSearch()
+    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=query.metadata)
+    if query.ids is not None:
+        wanted = set(query.ids)
+        threads = [t for t in threads if t.thread_id in wanted]
+    views = [await view(ctx, t) for t in threads]
+    if query.status is not None:
+        views = [v for v in views if v["status"] == query.status]
+    if query.values:
+        views = [
+            v for v in views if isinstance(v["values"], dict) and _has(v["values"], query.values)
+        ]
+    key = query.sort_by
+    views.sort(key=lambda v: (str(v.get(key) or ""), v["thread_id"]))
+    if query.sort_order == "desc":
+        views.reverse()
+    page = views[query.offset : query.offset + query.limit]
+    response.headers["X-Pagination-Total"] = str(len(views))
+    if query.offset + len(page) < len(views):
+        response.headers["X-Pagination-Next"] = str(query.offset + len(page))
+    if query.select:
+        page = [{k: v[k] for k in query.select if k in v} for v in page]
+    return page
+
+
+def _has(values: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    from outlast.store.lgthreads import contains
+
+    return contains(values, wanted)
+
+
+@router.post("/threads/count")
+async def count_threads(
+    request: Request, body: Annotated[ThreadCount | None, Body()] = None
+) -> int:
+    ctx = ctx_of(request)
+    query = body or ThreadCount()
+    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=query.metadata)
+    if query.status is None and not query.values:
+        return len(threads)
+    views = [await view(ctx, t) for t in threads]
+    return sum(
+        1
+        for v in views
+        if (query.status is None or v["status"] == query.status)
+        and (
+            not query.values or (isinstance(v["values"], dict) and _has(v["values"], query.values))
+        )
+    )
+
+
+@router.patch("/threads/{thread_id}")
+async def patch_thread(
+    request: Request,
+    thread_id: ThreadId,
+    body: Annotated[ThreadPatch, Body()],
+    prefer: Annotated[str | None, Header()] = None,
+) -> Any:
+    ctx = ctx_of(request)
+    await thread_or_404(ctx, thread_id)
+    thread = await ctx.store.lg_set_thread_metadata(thread_id, body.metadata)
+    if thread is None:
+        thread = await thread_or_404(ctx, thread_id)
+    if prefer and "return=minimal" in prefer:
+        return Response(status_code=204)
+    return await view(ctx, await thread_or_404(ctx, thread_id))
+
+
+@router.delete("/threads/{thread_id}", status_code=204)
+async def delete_thread(request: Request, thread_id: ThreadId) -> Response:
+    """The thread, its runs and their logs, and its checkpoints. A run still executing
+    loses its lease (its row is gone) and its worker stops writing."""
+    ctx = ctx_of(request)
+    await thread_or_404(ctx, thread_id)
+    await ctx.store.lg_delete_thread(thread_id)
+    await ctx.store.checkpointer().adelete_thread(thread_id)
+    return Response(status_code=204)
+
+
+@router.post("/threads/{thread_id}/copy")
+async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
+    """A new thread with the same metadata and the same checkpoints (the runs and their
+    logs stay with the original)."""
+    ctx = ctx_of(request)
+    source = await thread_or_404(ctx, thread_id)
+    target_id = str(uuid.uuid4())
+    metadata = {**source.metadata}
+    await ctx.store.lg_create_thread(target_id, ctx.principal, metadata)
+    await _copy_checkpoints(ctx, source.thread_id, target_id)
+    copied = await thread_or_404(ctx, target_id)
+    return thread_json(copied, await read_state(ctx, _as_graph(copied, source)))
+
+
+def _as_graph(thread: Thread, like: Thread) -> Thread:
+    """A copy has no runs of its own: read it with the graph of its original."""
+    import dataclasses
+
+    graph = like.run_graph or like.metadata.get("graph_id")
+    return dataclasses.replace(thread, run_graph=graph if isinstance(graph, str) else None)
+
+
+async def _copy_checkpoints(ctx: AppContext, source: str, target: str) -> None:
+    saver = ctx.store.checkpointer()
+    items = [t async for t in saver.alist({"configurable": {"thread_id": source}})]
+    for item in reversed(items):  # oldest first, so each parent exists before its child
+        conf = item.config["configurable"]
+        parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        config: Any = {
+            "configurable": {
+                "thread_id": target,
+                "checkpoint_ns": conf.get("checkpoint_ns", ""),
+                **({"checkpoint_id": parent} if parent else {}),
+            }
+        }
+        checkpoint = item.checkpoint
+        stored = await saver.aput(config, checkpoint, item.metadata, checkpoint["channel_versions"])
+        by_task: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+        for task_id, channel, value in item.pending_writes or []:
+            by_task[task_id].append((channel, value))
+        for task_id, writes in by_task.items():
+            await saver.aput_writes(stored, writes, task_id)
+
+
+@router.get("/threads/{thread_id}/state")
+async def get_state(
+    request: Request, thread_id: ThreadId, subgraphs: bool = Query(default=False)
+) -> dict[str, Any]:
+    ctx = ctx_of(request)
+    thread = await thread_or_404(ctx, thread_id)
+    return state_json(await read_state(ctx, thread, subgraphs=subgraphs), thread_id)
+
+
+@router.post("/threads/{thread_id}/state/checkpoint")
+async def state_at_checkpoint(
+    request: Request, thread_id: ThreadId, body: Annotated[StateAtCheckpoint, Body()]
+) -> dict[str, Any]:
+    ctx = ctx_of(request)
+    thread = await thread_or_404(ctx, thread_id)
+    ref = body.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True)
+    return state_json(await read_state(ctx, thread, ref, body.subgraphs), thread_id)
+
+
+@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def state_at(
+    request: Request,
+    thread_id: ThreadId,
+    checkpoint_id: Annotated[str, Path(max_length=200)],
+    subgraphs: bool = Query(default=False),
+) -> dict[str, Any]:
+    ctx = ctx_of(request)
+    thread = await thread_or_404(ctx, thread_id)
+    ref = {"checkpoint_id": checkpoint_id}
+    return state_json(await read_state(ctx, thread, ref, subgraphs), thread_id)
+
+
+@router.post("/threads/{thread_id}/state")
+async def update_state(
+    request: Request, thread_id: ThreadId, body: Annotated[StateUpdate, Body()]
+) -> dict[str, Any]:
+    """``update_state``, as a node (``as_node``, ``__copy__`` included) or from a given
+    checkpoint. Refused while a run is active on the thread: its steps and this update
+    would interleave in one lineage."""
+    ctx = ctx_of(request)
+    thread = await thread_or_404(ctx, thread_id)
+    if thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:
+        raise Conflict(f"Thread {thread_id} has an active run; wait for it or cancel it")
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    ref = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else {}
+    if body.checkpoint_id:
+        ref["checkpoint_id"] = body.checkpoint_id
+    configurable.update({k: v for k, v in ref.items() if k != "thread_id"})
+    graph = graph_of(ctx, graph_id_of(ctx, thread))
+    try:
+        stored = await graph.aupdate_state(
+            {"configurable": configurable}, body.values, body.as_node
+        )
+    except (ValueError, KeyError) as exc:  # an unknown node, an ambiguous update
+        from outlast.api.lg.access import Unprocessable
+
+        raise Unprocessable(f"{type(exc).__name__}: {exc}") from None
+    conf = stored["configurable"]
+    await ctx.store.lg_set_thread_metadata(thread_id, {})
+    return {
+        "checkpoint": {
+            "thread_id": thread_id,
+            "checkpoint_ns": conf.get("checkpoint_ns", ""),
+            "checkpoint_id": conf.get("checkpoint_id"),
+        },
+        "configurable": to_jsonable(conf),
+        "checkpoint_id": conf.get("checkpoint_id"),
+    }
+
+
+async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
+    graph = graph_of(ctx, graph_id_of(ctx, thread))
+    configurable: dict[str, Any] = {"thread_id": thread.thread_id}
+    if query.checkpoint is not None:
+        configurable.update(query.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True))
+    before = query.before
+    if isinstance(before, str):
+        before_id: str | None = before
+    else:
+        before_id = before.checkpoint_id if before is not None else None
+    before_config = (
+        {"configurable": {"thread_id": thread.thread_id, "checkpoint_id": before_id}}
+        if before_id
+        else None
+    )
+    states = [
+        s
+        async for s in graph.aget_state_history(
+            {"configurable": configurable},
+            limit=query.limit,
+            before=before_config,
+            filter=query.metadata,
+        )
+    ]
+    return [state_json(s, thread.thread_id) for s in states]
+
+
+@router.post("/threads/{thread_id}/history")
+async def post_history(
+    request: Request, thread_id: ThreadId, body: Annotated[HistoryQuery | None, Body()] = None
+) -> list[dict[str, Any]]:
+    ctx = ctx_of(request)
+    return await _history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
+
+
+@router.get("/threads/{thread_id}/history")
+async def get_history(
+    request: Request,
+    thread_id: ThreadId,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    before: Annotated[str | None, Query(max_length=200)] = None,
+) -> list[dict[str, Any]]:
+    ctx = ctx_of(request)
+    query = HistoryQuery(limit=limit, before=before)
+    return await _history(ctx, await thread_or_404(ctx, thread_id), query)
+
+
+__all__ = ["find_thread", "router", "view"]
+_ = JSONResponse

@@ -1,0 +1,179 @@
+"""outlast's records as LangGraph's clients read them: statuses, threads, runs, states.
+
+The status mapping (ARCHITECTURE.md, "The LangGraph face") is here and only here:
+
+- an outlast run that asks a client for something (an open human, auth, budget or
+  reconciliation wait) has ended its LangGraph run with ``success``, and its thread is
+  ``interrupted``: that is how LangGraph's own server shows an ``interrupt()``;
+- a run waiting on a timer, a provider or a signal goes on by itself: ``running``, the
+  thread ``busy``;
+- a cancelled run is ``interrupted`` with a ``cancel_reason``, and its thread ``idle``,
+  never ``interrupted``: a cancel is not a pause a client could resume;
+- ``queued`` is ``pending``, ``failed`` is ``error`` (the thread too, with the error).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.types import StateSnapshot
+
+from outlast.jsonable import to_jsonable
+from outlast.store import LgRun, Run, RunStatus, Thread
+
+_BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
+
+
+def run_status(run: Run, latest: bool, asking: bool) -> str:
+    """The status of a LangGraph run that is a stretch of ``run``; ``latest`` says whether
+    it is the run's newest stretch (an older one ended where the run asked something)."""
+    if not latest:
+        return "success"
+    if run.status == RunStatus.QUEUED:
+        return "pending"
+    if run.status in (RunStatus.RUNNING, RunStatus.CANCELLING):
+        return "running"
+    if run.status == RunStatus.WAITING:
+        return "success" if asking else "running"
+    if run.status == RunStatus.COMPLETED:
+        return "success"
+    if run.status == RunStatus.FAILED:
+        return "error"
+    if (run.error or {}).get("type") == "superseded":
+        return "success"  # it had ended at its interrupt; new input replaced the pause
+    return "interrupted"
+
+
+def thread_status(thread: Thread, paused_at_breakpoint: bool = False) -> str:
+    status = thread.run_status
+    if status is None or status == RunStatus.CANCELLED:
+        return "idle"
+    if status in _BUSY:
+        return "busy"
+    if status == RunStatus.WAITING:
+        return "interrupted" if thread.asking else "busy"
+    if status == RunStatus.FAILED:
+        return "error"
+    return "interrupted" if paused_at_breakpoint else "idle"
+
+
+def error_of(run_error: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not run_error:
+        return None
+    return {
+        "error": str(run_error.get("type", "Error")),
+        "message": str(run_error.get("message", run_error.get("reason", ""))),
+    }
+
+
+def interrupt_json(item: Any, with_schema: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": to_jsonable(item.value), "id": item.id}
+    schema = getattr(item, "response_schema", None)
+    if with_schema:
+        out["response_schema"] = schema if isinstance(schema, dict) else None
+    return out
+
+
+def _checkpoint(config: Any, thread_id: str) -> dict[str, Any] | None:
+    configurable = (config or {}).get("configurable") or {}
+    if not configurable.get("checkpoint_id"):
+        return None
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable["checkpoint_id"],
+        "checkpoint_map": configurable.get("checkpoint_map"),
+    }
+
+
+EMPTY_STATE: dict[str, Any] = {
+    "values": {},
+    "next": [],
+    "tasks": [],
+    "metadata": None,
+    "created_at": None,
+    "checkpoint": None,
+    "parent_checkpoint": None,
+    "interrupts": [],
+    "checkpoint_id": None,
+    "parent_checkpoint_id": None,
+}
+
+
+def state_json(state: StateSnapshot, thread_id: str) -> dict[str, Any]:
+    checkpoint = _checkpoint(state.config, thread_id)
+    if checkpoint is None:
+        return dict(EMPTY_STATE)
+    parent = _checkpoint(state.parent_config, thread_id)
+    tasks = []
+    for task in state.tasks:
+        sub = task.state
+        tasks.append(
+            {
+                "id": task.id,
+                "name": task.name,
+                "path": to_jsonable(list(task.path)),
+                "error": repr(task.error) if task.error else None,
+                "interrupts": [interrupt_json(i, with_schema=False) for i in task.interrupts],
+                "checkpoint": (sub.get("configurable") if isinstance(sub, dict) else None),
+                "state": state_json(sub, thread_id) if isinstance(sub, StateSnapshot) else None,
+                "result": to_jsonable(task.result),
+            }
+        )
+    return {
+        "values": to_jsonable(state.values),
+        "next": list(state.next),
+        "tasks": tasks,
+        "metadata": to_jsonable(state.metadata),
+        "created_at": state.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "interrupts": [interrupt_json(i) for i in state.interrupts],
+        "checkpoint_id": checkpoint["checkpoint_id"],
+        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
+    }
+
+
+def thread_json(thread: Thread, state: StateSnapshot | None) -> dict[str, Any]:
+    paused = bool(state is not None and state.next and not state.interrupts)
+    interrupts: dict[str, list[dict[str, Any]]] = {}
+    if state is not None and thread.asking:
+        for task in state.tasks:
+            if task.interrupts:
+                interrupts[task.id] = [
+                    interrupt_json(i, with_schema=False) for i in task.interrupts
+                ]
+    status = thread_status(thread, paused)
+    values = to_jsonable(state.values) if state is not None and state.created_at else None
+    return {
+        "thread_id": thread.thread_id,
+        "created_at": thread.created_at.isoformat(),
+        "updated_at": thread.updated_at.isoformat(),
+        "state_updated_at": (state.created_at if state is not None else None)
+        or thread.updated_at.isoformat(),
+        "metadata": thread.metadata,
+        "status": status,
+        "config": {"configurable": {}},
+        "values": values,
+        "error": error_of(thread.run_error) if status == "error" else None,
+        "interrupts": interrupts,
+    }
+
+
+def run_json(lg: LgRun, run: Run, status: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "run_id": lg.id,
+        "thread_id": lg.thread_id,
+        "assistant_id": lg.assistant_id,
+        "metadata": lg.metadata,
+        "status": status,
+        "kwargs": lg.kwargs,
+        "multitask_strategy": lg.multitask_strategy,
+        "created_at": lg.created_at.isoformat(),
+        "updated_at": run.updated_at.isoformat(),
+        # outlast's own run behind it (several LangGraph runs after resumes)
+        "outlast_run_id": run.id,
+    }
+    if status == "interrupted":
+        body["cancel_reason"] = (run.error or {}).get("reason", "cancelled")
+    return body

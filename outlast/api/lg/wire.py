@@ -1,0 +1,162 @@
+"""A LangGraph run's stream: its stretch of the durable log, in LangGraph's SSE format.
+
+Every frame is a pure function of one log event (and the run's requested modes), so a
+client that rejoins from any event id sees exactly what a live client saw: the ids are
+the log's seqs (strictly increasing, unlike the in-memory server's ``<ms>-0``), and what
+a mode shows (the state after a step, a message chunk, a checkpoint id) was written to
+the log by the run, not recomputed by the reader.
+
+The stream starts with ``metadata`` (``{run_id, attempt}``), whose id is the cursor it
+starts after, and ends with ``end`` once the LangGraph run is over: the outlast run
+ended, or it asked a client for something (that stretch of it is a finished LangGraph
+run; a resume is the next). A failure is ``error {error, message}`` before ``end``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+
+from outlast.store import Event
+from outlast.store.base import ANSWERABLE_KINDS
+
+# LangGraph's message chunk shape (AIMessageChunk as the SDKs merge it by id).
+_CHUNK_DEFAULTS: dict[str, Any] = {
+    "additional_kwargs": {},
+    "response_metadata": {},
+    "type": "AIMessageChunk",
+    "name": None,
+    "tool_calls": [],
+    "invalid_tool_calls": [],
+    "usage_metadata": None,
+    "chunk_position": None,
+}
+
+
+# The LangGraph status a run has when its stream ends with this event.
+_END_STATUS = {"run.failed": "error", "run.cancelled": "interrupted", "run.completed": "success"}
+
+
+def ends_stretch(event: Event) -> bool:
+    """The event after which a LangGraph run is over."""
+    if event.terminal:
+        return True
+    if event.type == "run.waiting":
+        kinds = set(event.data.get("kinds") or ["human"])
+        return bool(kinds & ANSWERABLE_KINDS)
+    return False
+
+
+def base_modes(modes: list[str]) -> set[str]:
+    """What a client asked for, as the log's vocabulary: ``messages`` and
+    ``messages-tuple`` are both the model's chunks."""
+    out = set(modes)
+    if out & {"messages", "messages-tuple"}:
+        out |= {"messages", "messages-tuple"}
+    return out
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def frame(name: str, data: Any, seq: int | None) -> ServerSentEvent:
+    return ServerSentEvent(data=_json(data), event=name, id=str(seq) if seq is not None else None)
+
+
+@dataclass
+class Wire:
+    """Turns one LangGraph run's log events into SSE frames for one client."""
+
+    run_id: str  # the LangGraph run id clients know
+    thread_id: str
+    graph_id: str
+    assistant_id: str
+    modes: set[str]
+    subgraphs: bool
+
+    def _name(self, mode: str, ns: str) -> str | None:
+        if ns and not self.subgraphs:
+            return None
+        return f"{mode}|{ns}" if ns else mode
+
+    def frames(self, event: Event) -> list[ServerSentEvent]:
+        data = event.data
+        seq = event.seq
+        out: list[ServerSentEvent] = []
+        if event.type == "stream":
+            mode = data.get("mode", "")
+            name = self._name(mode, data.get("ns", ""))
+            wanted = mode in self.modes or (mode == "updates" and "updates" in self.modes)
+            if name is not None and wanted:
+                out.append(frame(name, self._stream_payload(mode, data), seq))
+        elif event.type == "node.updated" and "updates" in self.modes:
+            name = self._name("updates", data.get("ns", ""))
+            if name is not None:
+                out.append(frame(name, {data.get("node"): data.get("update")}, seq))
+        elif event.type == "message.delta" and "messages" in self.modes:
+            name = self._name("messages", data.get("ns", ""))
+            if name is not None:
+                out.append(frame(name, self._message(data), seq))
+        elif event.type == "custom" and "custom" in self.modes:
+            name = self._name("custom", data.get("ns", ""))
+            if name is not None:
+                out.append(frame(name, data.get("data"), seq))
+        elif event.type == "run.failed":
+            error = data.get("error") or {}
+            payload = {"error": error.get("type", "Error"), "message": error.get("message", "")}
+            out.append(frame("error", payload, seq))
+        if ends_stretch(event):
+            out.append(frame("end", {"status": _END_STATUS.get(event.type, "success")}, seq))
+        return out
+
+    def _stream_payload(self, mode: str, data: dict[str, Any]) -> Any:
+        payload = data.get("data")
+        if mode == "values" and data.get("interrupts"):
+            if isinstance(payload, dict):
+                payload = {**payload, "__interrupt__": data["interrupts"]}
+            else:
+                payload = {"__interrupt__": data["interrupts"]}
+        if mode == "debug" and isinstance(payload, dict):
+            payload = self._debug(payload)
+        return payload
+
+    def _debug(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Studio reads ``checkpoint`` and ``parent_checkpoint`` on checkpoint payloads."""
+        inner = payload.get("payload")
+        if payload.get("type") != "checkpoint" or not isinstance(inner, dict):
+            return payload
+        enriched = dict(inner)
+        for key, source in (("checkpoint", "config"), ("parent_checkpoint", "parent_config")):
+            configurable = ((inner.get(source) or {}).get("configurable")) or {}
+            enriched[key] = (
+                {
+                    "thread_id": self.thread_id,
+                    "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                    "checkpoint_id": configurable.get("checkpoint_id"),
+                }
+                if configurable.get("checkpoint_id")
+                else None
+            )
+        return {**payload, "payload": enriched}
+
+    def _message(self, data: dict[str, Any]) -> list[Any]:
+        chunk = {
+            **_CHUNK_DEFAULTS,
+            "content": data.get("content", ""),
+            "id": data.get("id"),
+            "tool_call_chunks": data.get("tool_call_chunks") or [],
+        }
+        meta = {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "graph_id": self.graph_id,
+            "assistant_id": self.assistant_id,
+            "langgraph_node": data.get("node"),
+            "langgraph_checkpoint_ns": data.get("ns", ""),
+            "checkpoint_ns": data.get("ns", ""),
+        }
+        return [chunk, meta]

@@ -1,0 +1,111 @@
+-- Named queries for the LangGraph face's user assistants (store/assistants.py); see the
+-- Postgres file of the same name. Writes run inside BEGIN IMMEDIATE, so a create, an
+-- update (next version number) or a set_latest is serialized like a row lock would.
+-- Metadata filters are exact per top-level key (same JSON type and value); text sorts use
+-- SQLite's default BINARY collation, code point order for UTF-8, as Python's does.
+
+-- name: a_insert
+INSERT INTO outlast_assistants (assistant_id, principal, graph_id, name, description,
+                                config, context, metadata, created_at, updated_at)
+VALUES (:assistant_id, :principal, :graph_id, :assistant_name, :description,
+        :config, :context, :metadata,
+        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (assistant_id) DO NOTHING
+RETURNING *;
+
+-- name: a_snapshot_version
+-- The current fields become a version row; its time is the time they became current.
+INSERT INTO outlast_assistant_versions (assistant_id, version, graph_id, name, description,
+                                        config, context, metadata, created_at)
+SELECT assistant_id, version, graph_id, name, description, config, context, metadata,
+       updated_at
+FROM outlast_assistants WHERE assistant_id = :assistant_id;
+
+-- name: a_owner
+SELECT principal FROM outlast_assistants WHERE assistant_id = :assistant_id;
+
+-- name: a_get
+SELECT * FROM outlast_assistants
+WHERE assistant_id = :assistant_id AND principal = :principal;
+
+-- name: a_lock
+-- (BEGIN IMMEDIATE already holds the write lock)
+SELECT * FROM outlast_assistants
+WHERE assistant_id = :assistant_id AND principal = :principal;
+
+-- name: a_next_version
+SELECT COALESCE(max(version), 0) + 1 AS version
+FROM outlast_assistant_versions WHERE assistant_id = :assistant_id;
+
+-- name: a_update
+UPDATE outlast_assistants
+SET graph_id = :graph_id, name = :assistant_name, description = :description,
+    config = :config, context = :context, metadata = :metadata,
+    version = :version, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE assistant_id = :assistant_id AND principal = :principal
+RETURNING *;
+
+-- name: a_set_latest
+UPDATE outlast_assistants
+SET (graph_id, name, description, config, context, metadata, version) = (
+        SELECT v.graph_id, v.name, v.description, v.config, v.context, v.metadata, v.version
+        FROM outlast_assistant_versions v
+        WHERE v.assistant_id = outlast_assistants.assistant_id AND v.version = :version),
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE assistant_id = :assistant_id AND principal = :principal
+  AND EXISTS (SELECT 1 FROM outlast_assistant_versions v
+              WHERE v.assistant_id = :assistant_id AND v.version = :version)
+RETURNING *;
+
+-- name: a_delete
+DELETE FROM outlast_assistants
+WHERE assistant_id = :assistant_id AND principal = :principal
+RETURNING assistant_id;
+
+-- name: a_search
+SELECT * FROM outlast_assistants a
+WHERE a.principal = :principal
+  AND (:graph_id IS NULL OR a.graph_id = :graph_id)
+  AND (:assistant_name IS NULL OR instr(lower(a.name), lower(:assistant_name)) > 0)
+  AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
+                  WHERE NOT EXISTS (SELECT 1 FROM json_each(a.metadata) m
+                                    WHERE m.key = f.key AND m.type = f.type
+                                      AND m.value IS f.value))
+ORDER BY
+    CASE WHEN NOT :desc THEN
+        CASE :sort_by WHEN 'assistant_id' THEN a.assistant_id
+                      WHEN 'graph_id' THEN a.graph_id
+                      WHEN 'name' THEN a.name END END ASC,
+    CASE WHEN NOT :desc THEN
+        CASE :sort_by WHEN 'created_at' THEN a.created_at
+                      WHEN 'updated_at' THEN a.updated_at END END ASC,
+    CASE WHEN :desc THEN
+        CASE :sort_by WHEN 'assistant_id' THEN a.assistant_id
+                      WHEN 'graph_id' THEN a.graph_id
+                      WHEN 'name' THEN a.name END END DESC,
+    CASE WHEN :desc THEN
+        CASE :sort_by WHEN 'created_at' THEN a.created_at
+                      WHEN 'updated_at' THEN a.updated_at END END DESC,
+    a.assistant_id ASC
+LIMIT :limit OFFSET :offset;
+
+-- name: a_count
+SELECT count(*) AS n FROM outlast_assistants a
+WHERE a.principal = :principal
+  AND (:graph_id IS NULL OR a.graph_id = :graph_id)
+  AND (:assistant_name IS NULL OR instr(lower(a.name), lower(:assistant_name)) > 0)
+  AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
+                  WHERE NOT EXISTS (SELECT 1 FROM json_each(a.metadata) m
+                                    WHERE m.key = f.key AND m.type = f.type
+                                      AND m.value IS f.value));
+
+-- name: a_versions
+SELECT v.* FROM outlast_assistant_versions v
+JOIN outlast_assistants a ON a.assistant_id = v.assistant_id
+WHERE v.assistant_id = :assistant_id AND a.principal = :principal
+  AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
+                  WHERE NOT EXISTS (SELECT 1 FROM json_each(v.metadata) m
+                                    WHERE m.key = f.key AND m.type = f.type
+                                      AND m.value IS f.value))
+ORDER BY v.version DESC
+LIMIT :limit OFFSET :offset;
