@@ -190,3 +190,29 @@ def _build_fail() -> Any:
 
 
 fail = _build_fail()
+
+
+class MemoryState(TypedDict, total=False):
+    note: str
+    recalled: list[str]
+
+
+async def _remember(state: MemoryState) -> dict[str, Any]:
+    """Writes through the run's `store` (the principal's items) and reads them back."""
+    from langgraph.config import get_store
+
+    store = get_store()
+    await store.aput(("notes",), state.get("note", "?"), {"text": state.get("note", "?")})
+    items = await store.asearch(("notes",))
+    return {"recalled": sorted(i.key for i in items)}
+
+
+def _build_memory() -> Any:
+    b = StateGraph(MemoryState)
+    b.add_node("remember", _remember)
+    b.add_edge(START, "remember")
+    b.add_edge("remember", END)
+    return b.compile()
+
+
+memory = _build_memory()

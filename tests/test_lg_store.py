@@ -5,6 +5,7 @@ and a refused request changes nothing."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -160,6 +161,9 @@ async def test_bad_input_is_refused_and_writes_nothing(store: Store) -> None:
         http = srv.client  # the SDK refuses dotted labels before sending; a client may not
 
         async def refused(status: int, method: str, path: str, **kw: Any) -> str:
+            if "json" in kw:  # as escaped JSON text, so a lone surrogate can be sent
+                kw["content"] = json.dumps(kw.pop("json"))
+                kw["headers"] = {"content-type": "application/json"}
             r = await http.request(method, path, **kw)
             assert r.status_code == status, (r.status_code, r.text)
             detail: str = r.json()["detail"]
@@ -185,7 +189,11 @@ async def test_bad_input_is_refused_and_writes_nothing(store: Store) -> None:
         await refused(422, "PUT", "/store/items", json={**put, "namespace": ["langgraph"]})
         await refused(422, "PUT", "/store/items", json={**put, "namespace": ["a", ""]})
         await refused(422, "PUT", "/store/items", json={**put, "surprise": 1})
-        await refused(422, "PUT", "/store/items", json={**put, "ttl": -1})
+        # What a store would fail on (a 500) or keep unfaithfully.
+        for ttl in (-1, 1e-10, 1e12, True):
+            await refused(422, "PUT", "/store/items", json={**put, "ttl": ttl})
+        for value in ({"n": 2**70}, {"s": "a\x00b"}, {"s": "\ud800"}):
+            await refused(422, "PUT", "/store/items", json={**put, "value": value})
 
         assert "key" in await refused(400, "GET", "/store/items", params={"namespace": "keep"})
         await refused(
@@ -205,7 +213,9 @@ async def test_bad_input_is_refused_and_writes_nothing(store: Store) -> None:
             422, "POST", search, json={"namespace_prefix": [], "filter": {"v": {"$like": 1}}}
         )
         await refused(422, "POST", search, json={"namespace_prefix": [], "filter": {"v;--": 1}})
-        await refused(422, "POST", search, json={"namespace_prefix": [], "limit": 0})
+        for page in ({"limit": 0}, {"limit": True}, {"offset": "1"}, {"offset": 2**40}):
+            await refused(422, "POST", search, json={"namespace_prefix": [], **page})
+        await refused(422, "POST", search, json={"namespace_prefix": [], "filter": {"n": 2**70}})
         await refused(422, "POST", "/store/namespaces", json={"prefix": ["a.b"]})
         await refused(422, "POST", "/store/namespaces", json={"suffix": [forged]})
         await refused(422, "POST", "/store/namespaces", json={"max_depth": 0})

@@ -63,6 +63,7 @@ from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
+from outlast.store.items import for_principal
 from outlast.supervisor.ladder import SupervisorState, supervisor
 
 log = logging.getLogger(__name__)
@@ -191,13 +192,15 @@ class Execution:
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
         run = self.run
-        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease, sink))
+        items = for_principal(self.store.items, run.principal)  # a node's `store`
+        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease, sink), items)
         config = run_config(run)
         # LangGraph's `runtime.heartbeat()` inside nodes renews the activity lease: the run's
         # Runtime inherits the heartbeat of the parent runtime seeded here (the seam
         # LangGraph keeps for servers). Under a node idle-timeout policy LangGraph's own
         # heartbeat takes over, as it should.
-        config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat)
+        # (LangGraph takes the store from that parent runtime, so it goes there too.)
+        config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat, store=items)
         # Effects declared with @effect find the run's ledger here.
         config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
         self._graph = graph
@@ -258,7 +261,9 @@ class Execution:
         if translator.interrupts:
             state = await graph.aget_state(config)
             if state.interrupts:
-                return Parked([spec_from_interrupt(i) for i in state.interrupts])
+                specs = [spec_from_interrupt(i) for i in state.interrupts]
+                return Parked(specs, tuple(keeper.take_held()))
+        keeper.release_held()  # no wait after all: they go out as they are
         return final
 
     async def _continuation(self, state: StateSnapshot, sink: EventSink) -> Any:
@@ -573,7 +578,9 @@ class Execution:
         return await self._park(Parked([spec]))
 
     async def _park(self, parked: Parked) -> Outcome:
-        status = await self.store.park(self.lease, parked.specs, self.settings.signal_lookback)
+        status = await self.store.park(
+            self.lease, parked.specs, self.settings.signal_lookback, parked.events
+        )
         return Outcome(status, f"{len(parked.specs)} wait(s)")
 
     async def _end_completed(self, values: Any, partial: dict[str, Any] | None = None) -> Outcome:
@@ -647,6 +654,7 @@ class _Keeper:
         self.subgraphs = options.subgraphs
         self.sink = sink
         self.translator = translator
+        self.held: list[EventDraft] = []
 
     def keep(self, part: dict[str, Any]) -> None:
         mode = part["type"]
@@ -665,7 +673,20 @@ class _Keeper:
         if mode == "values" and part.get("interrupts"):
             event["interrupts"] = [_interrupt(i) for i in part["interrupts"]]
         self.translator.flush_messages()  # model deltas already streamed go first
+        if "interrupts" in event or mode == "updates":
+            # shown only once the run's waits exist (Store.park): a client that sees an
+            # interrupt may answer it at once
+            self.held.append(EventDraft("stream", event))
+            return
         self.sink.put(EventDraft("stream", event))
+
+    def take_held(self) -> list[EventDraft]:
+        held, self.held = self.held, []
+        return held
+
+    def release_held(self) -> None:
+        for draft in self.take_held():
+            self.sink.put(draft)
 
 
 def _interrupt(item: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from outlast.errors import StoreUnavailable
-from outlast.store import Run, RunStatus, WaitSpec
+from outlast.store import EventDraft, Run, RunStatus, WaitSpec
 
 SHUTDOWN = "shutdown"
 SUPERVISOR = "supervisor"
@@ -72,3 +72,5 @@ class Parked:
     """The graph stopped at interrupts; the run waits without holding anything."""
 
     specs: list[WaitSpec]
+    # the kept stream parts that show the interrupts, appended with the waits
+    events: tuple[EventDraft, ...] = ()

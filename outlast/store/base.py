@@ -481,9 +481,18 @@ class Store(abc.ABC):
     # -- waits, signals, threads, retention (implemented once in store/waits.py) ---------
 
     @abc.abstractmethod
-    async def park(self, lease: Lease, specs: Sequence[WaitSpec], lookback: float) -> RunStatus:
+    async def park(
+        self,
+        lease: Lease,
+        specs: Sequence[WaitSpec],
+        lookback: float,
+        events: Sequence[EventDraft] = (),
+    ) -> RunStatus:
         """Record the waits of a run that stopped at interrupts and release it (fenced):
-        ``waiting``, or ``queued`` at once when an answer is already there."""
+        ``waiting``, or ``queued`` at once when an answer is already there. ``events``
+        (the stream parts that show the interrupts) are appended in the same
+        transaction, before ``wait.started``: a client that sees an interrupt can answer
+        it at once, because its wait exists by then."""
 
     @abc.abstractmethod
     async def answer(

@@ -175,13 +175,19 @@ class CommonOps(abc.ABC):
     @abc.abstractmethod
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
 
-    async def park(self, lease: Lease, specs: Sequence[WaitSpec], lookback: float) -> RunStatus:
+    async def park(
+        self,
+        lease: Lease,
+        specs: Sequence[WaitSpec],
+        lookback: float,
+        events: Sequence[EventDraft] = (),
+    ) -> RunStatus:
         """The run stopped at interrupts: record its waits and release it (fenced)."""
         async with self._wtx() as tx:
             run_id = lease.run_id
             pending = [s.interrupt_id for s in specs]
             await tx.rows("w_resume_consumed", run_id=run_id, pending=tx.json(pending))
-            drafts: list[EventDraft] = []
+            drafts: list[EventDraft] = list(events)
             for spec in specs:
                 if await tx.rows("w_find_live", run_id=run_id, interrupt_id=spec.interrupt_id):
                     continue  # still pending from before (a partial resume re-raised it)

@@ -193,6 +193,13 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
     if latest is None or not waits:
         if body.strict_resume:
             raise Conflict(f"Thread {thread_id} has no pending interrupt to resume")
+        if latest is not None and not latest.terminal:
+            # the interrupt was resumed already (by a concurrent resume, or through
+            # /v1), or the run is still going: a second answer never resumes twice
+            raise Conflict(
+                f"Thread {thread_id} has no pending interrupt: its run {latest.id} is "
+                f"{latest.status.value}"
+            )
         return None
     answers = _answers(body.command.resume, waits, body.strict_resume)
     for wait_id, value in answers.items():

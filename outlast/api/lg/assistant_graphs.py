@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 import pydantic
 import typing_extensions
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
@@ -32,6 +32,9 @@ from outlast.jsonable import to_jsonable
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["langgraph"])
+# A graph name or an assistant id (a UUID).
+AssistantId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+Namespace = Annotated[str, Path(max_length=2000)]
 
 Schema = dict[str, Any] | None
 SCHEMAS = ("input_schema", "output_schema", "state_schema", "config_schema", "context_schema")
@@ -167,7 +170,7 @@ def subgraph_schemas(
 
 @router.get("/assistants/{assistant_id}/graph")
 async def graph_route(
-    request: Request, assistant_id: str, xray: str = Query(default="false")
+    request: Request, assistant_id: AssistantId, xray: str = Query(default="false")
 ) -> dict[str, Any]:
     """The drawable graph; ``xray`` (``true`` or a depth) expands subgraphs into their
     nodes, named ``<subgraph>:<node>``."""
@@ -178,7 +181,7 @@ async def graph_route(
 
 
 @router.get("/assistants/{assistant_id}/schemas")
-async def schemas_route(request: Request, assistant_id: str) -> dict[str, Any]:
+async def schemas_route(request: Request, assistant_id: AssistantId) -> dict[str, Any]:
     ctx = ctx_of(request)
     found = await find_assistant(ctx, assistant_id)
     return schemas(found.graph_id, ctx.registry.get(found.graph_id))
@@ -186,14 +189,17 @@ async def schemas_route(request: Request, assistant_id: str) -> dict[str, Any]:
 
 @router.get("/assistants/{assistant_id}/subgraphs")
 async def subgraphs_route(
-    request: Request, assistant_id: str, recurse: bool = Query(default=False)
+    request: Request, assistant_id: AssistantId, recurse: bool = Query(default=False)
 ) -> dict[str, Any]:
     return await _subgraphs_of(request, assistant_id, None, recurse)
 
 
 @router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
 async def subgraph_route(
-    request: Request, assistant_id: str, namespace: str, recurse: bool = Query(default=False)
+    request: Request,
+    assistant_id: AssistantId,
+    namespace: Namespace,
+    recurse: bool = Query(default=False),
 ) -> dict[str, Any]:
     """The subgraph at ``namespace`` (``parent|child`` for a nested one, which needs
     ``recurse``); ``{}`` when there is none there."""
@@ -201,7 +207,7 @@ async def subgraph_route(
 
 
 async def _subgraphs_of(
-    request: Request, assistant_id: str, namespace: str | None, recurse: bool
+    request: Request, assistant_id: AssistantId, namespace: str | None, recurse: bool
 ) -> dict[str, Any]:
     ctx = ctx_of(request)
     found = await find_assistant(ctx, assistant_id)

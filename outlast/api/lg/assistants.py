@@ -25,7 +25,7 @@ import datetime as dt
 import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from outlast.api.context import AppContext
@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 router = APIRouter(tags=["langgraph"])
+# A graph name or an assistant id (a UUID).
+AssistantId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+Namespace = Annotated[str, Path(max_length=2000)]
 
 NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 # System assistants are as old as this process: they are made from its configuration.
@@ -323,12 +326,12 @@ async def create(request: Request, body: CreateBody) -> dict[str, Any]:
 
 
 @router.get("/assistants/{assistant_id}")
-async def get(request: Request, assistant_id: str) -> dict[str, Any]:
+async def get(request: Request, assistant_id: AssistantId) -> dict[str, Any]:
     return assistant_json(await find_assistant(ctx_of(request), assistant_id))
 
 
 @router.patch("/assistants/{assistant_id}")
-async def update(request: Request, assistant_id: str, body: PatchBody) -> dict[str, Any]:
+async def update(request: Request, assistant_id: AssistantId, body: PatchBody) -> dict[str, Any]:
     """A new version, made current: given fields replace theirs, ``metadata`` is merged
     into the current metadata. ``description: null`` clears it; other nulls are as if
     the field were absent."""
@@ -347,7 +350,7 @@ async def update(request: Request, assistant_id: str, body: PatchBody) -> dict[s
 
 @router.delete("/assistants/{assistant_id}", status_code=204)
 async def delete(
-    request: Request, assistant_id: str, delete_threads: bool = Query(default=False)
+    request: Request, assistant_id: AssistantId, delete_threads: bool = Query(default=False)
 ) -> Response:
     """Delete the assistant and its versions; 204. ``delete_threads`` is accepted and
     ignored: outlast does not delete the threads that ran on the assistant (their runs
@@ -359,7 +362,7 @@ async def delete(
 
 @router.post("/assistants/{assistant_id}/versions")
 async def versions(
-    request: Request, assistant_id: str, body: Annotated[VersionsBody | None, Body()] = None
+    request: Request, assistant_id: AssistantId, body: Annotated[VersionsBody | None, Body()] = None
 ) -> list[dict[str, Any]]:
     """Newest first. A system assistant has one version, itself."""
     ctx = ctx_of(request)
@@ -380,7 +383,9 @@ async def versions(
 
 
 @router.post("/assistants/{assistant_id}/latest")
-async def set_latest(request: Request, assistant_id: str, body: LatestBody) -> dict[str, Any]:
+async def set_latest(
+    request: Request, assistant_id: AssistantId, body: LatestBody
+) -> dict[str, Any]:
     """Make an earlier version current again (no new version is written)."""
     ctx = ctx_of(request)
     canonical = _writable(ctx, assistant_id)

@@ -96,7 +96,8 @@ async def sse(
         modes=base_modes(modes),
         subgraphs=subgraphs,
     )
-    yield frame("metadata", {"run_id": f.lg.id, "attempt": max(f.run.attempts, 1)}, cursor)
+    if cursor == f.lg.from_seq:  # a reconnect from the middle has had it already
+        yield frame("metadata", {"run_id": f.lg.id, "attempt": max(f.run.attempts, 1)}, cursor)
     upper = await _upper(ctx, f)
     if _over_before(f, cursor, upper):
         yield frame("end", {"status": f.run.status.value}, cursor)

@@ -38,12 +38,28 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class SuperstepUpdate(_Lenient):
+    values: dict[str, Any] | None = None
+    as_node: str = Field(max_length=200)
+
+
+class Superstep(_Lenient):
+    updates: list[SuperstepUpdate]
+
+
 class ThreadCreate(_Lenient):
     thread_id: str | None = Field(default=None, pattern=_THREAD_ID)
     metadata: dict[str, Any] = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
     ttl: Any = None
-    supersteps: list[dict[str, Any]] | None = None
+    supersteps: list[Superstep] | None = Field(default=None, max_length=100)
+
+    @field_validator("supersteps")
+    @classmethod
+    def _storable_steps(cls, value: Any) -> Any:
+        if value is not None:
+            _check_storable([step.model_dump() for step in value])
+        return value
 
     @field_validator("metadata")
     @classmethod

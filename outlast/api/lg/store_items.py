@@ -13,9 +13,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from langgraph.store.base import BaseStore, InvalidNamespaceError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outlast.api.edge import ctx_of
+from outlast.api.schemas import _check_storable
 from outlast.errors import OutlastError
 from outlast.store.items import check_filter, check_labels, for_principal
 
@@ -23,7 +24,10 @@ router = APIRouter(tags=["langgraph"])
 
 Key = Annotated[str, Field(min_length=1)]
 Limit = Annotated[int, Field(ge=1, le=1000)]
-Offset = Annotated[int, Field(ge=0)]
+Offset = Annotated[int, Field(ge=0, le=2**31 - 1)]
+# In minutes, from a second to a century: outside that, the stores' date arithmetic fails
+# (Postgres cannot read the exponent Python writes for a tiny interval; SQLite overflows).
+MIN_TTL, MAX_TTL = 1 / 60, 100 * 365 * 24 * 60
 
 
 class InvalidNamespace(OutlastError):
@@ -42,7 +46,27 @@ class MissingKey(OutlastError):
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: true is not a limit, "1" is not an offset.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="after")
+    def _storable(self) -> _Body:
+        # NUL, lone surrogates, NaN: a store fails on them (a 500) or keeps them unfaithfully.
+        dumped = self.model_dump()
+        _check_storable(dumped)
+        _check_ints(dumped)
+        return self
+
+
+def _check_ints(value: Any) -> None:
+    """The stores encode values and filters with orjson, which has 64-bit integers only."""
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        raise ValueError("integers must fit in 64 bits")
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            _check_ints(item)
 
 
 class PutItem(_Body):
@@ -51,7 +75,7 @@ class PutItem(_Body):
     value: dict[str, Any]
     # Without an index configured (outlast configures none) LangGraph ignores ``index``.
     index: Literal[False] | list[str] | None = None
-    ttl: float | None = Field(default=None, gt=0, description="minutes")
+    ttl: float | None = Field(default=None, ge=MIN_TTL, le=MAX_TTL, description="minutes")
 
 
 class DeleteItem(_Body):
@@ -72,7 +96,8 @@ class SearchItems(_Body):
 class ListNamespaces(_Body):
     prefix: list[str] | None = None
     suffix: list[str] | None = None
-    max_depth: Annotated[int, Field(ge=1)] | None = None
+    # Postgres reads it as an int4, after the hidden label adds one.
+    max_depth: Annotated[int, Field(ge=1, le=2**31 - 2)] | None = None
     limit: Limit = 100
     offset: Offset = 0
 
@@ -119,6 +144,10 @@ async def get_item(
     ``None``); labels come dot-joined, so one cannot contain a dot."""
     if not key:
         raise MissingKey("key is required")
+    try:
+        _check_storable([namespace, key])
+    except ValueError as exc:
+        raise InvalidNamespace(f"namespace or key: {exc}") from None
     labels = _namespace(namespace.split(".") if namespace else [])
     item = await _items(request).aget(labels, key, refresh_ttl=refresh_ttl)
     return None if item is None else item.dict()

@@ -12,12 +12,14 @@ from collections import defaultdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
-from fastapi.responses import JSONResponse
+from langgraph.errors import InvalidUpdateError
+from langgraph.types import StateUpdate
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.api.lg.access import (
     Conflict,
+    Unprocessable,
     find_thread,
     graph_id_of,
     graph_of,
@@ -27,11 +29,14 @@ from outlast.api.lg.access import (
 from outlast.api.lg.schemas import (
     HistoryQuery,
     StateAtCheckpoint,
-    StateUpdate,
+    Superstep,
     ThreadCount,
     ThreadCreate,
     ThreadPatch,
     ThreadSearch,
+)
+from outlast.api.lg.schemas import (
+    StateUpdate as StatePost,
 )
 from outlast.api.lg.views import state_json, thread_json, thread_status
 from outlast.jsonable import to_jsonable
@@ -56,25 +61,23 @@ async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()])
             raise Conflict(f"Thread {thread_id} already exists")
         return await view(ctx, thread)
     if body.supersteps:
-        await _apply_supersteps(ctx, thread, body.supersteps)
+        try:
+            await _apply_supersteps(ctx, thread, body.supersteps)
+        except Exception as exc:
+            # the thread is created with its supersteps or not at all
+            await ctx.store.lg_delete_thread(thread_id)
+            await ctx.store.checkpointer().adelete_thread(thread_id)
+            raise Unprocessable(f"supersteps: {type(exc).__name__}: {exc}") from None
         thread = await thread_or_404(ctx, thread_id)
     return await view(ctx, thread)
 
 
-async def _apply_supersteps(
-    ctx: AppContext, thread: Thread, supersteps: list[dict[str, Any]]
-) -> None:
+async def _apply_supersteps(ctx: AppContext, thread: Thread, supersteps: list[Superstep]) -> None:
     graph = graph_of(ctx, graph_id_of(ctx, thread))
-    config: dict[str, Any] = {"configurable": {"thread_id": thread.thread_id}}
+    config: Any = {"configurable": {"thread_id": thread.thread_id}}
     for step in supersteps:
-        updates = [(u.get("values"), u.get("as_node")) for u in step.get("updates", [])]
-        config = await graph.abulk_update_state(config, [[_update(v, n) for v, n in updates]])
-
-
-def _update(values: Any, as_node: Any) -> Any:
-    from langgraph.types import StateUpdate as Update
-
-    return Update(values, as_node)
+        updates = [StateUpdate(u.values, u.as_node) for u in step.updates]
+        config = await graph.abulk_update_state(config, [updates])
 
 
 @router.get("/threads/{thread_id}")
@@ -247,7 +250,7 @@ async def state_at(
 
 @router.post("/threads/{thread_id}/state")
 async def update_state(
-    request: Request, thread_id: ThreadId, body: Annotated[StateUpdate, Body()]
+    request: Request, thread_id: ThreadId, body: Annotated[StatePost, Body()]
 ) -> dict[str, Any]:
     """``update_state``, as a node (``as_node``, ``__copy__`` included) or from a given
     checkpoint. Refused while a run is active on the thread: its steps and this update
@@ -266,9 +269,7 @@ async def update_state(
         stored = await graph.aupdate_state(
             {"configurable": configurable}, body.values, body.as_node
         )
-    except (ValueError, KeyError) as exc:  # an unknown node, an ambiguous update
-        from outlast.api.lg.access import Unprocessable
-
+    except (ValueError, KeyError, TypeError, InvalidUpdateError) as exc:  # a bad update
         raise Unprocessable(f"{type(exc).__name__}: {exc}") from None
     conf = stored["configurable"]
     await ctx.store.lg_set_thread_metadata(thread_id, {})
@@ -331,4 +332,3 @@ async def get_history(
 
 
 __all__ = ["find_thread", "router", "view"]
-_ = JSONResponse

@@ -1,0 +1,569 @@
+"""The LangGraph JavaScript clients against a real ``outlast serve`` (SQLite): the SDK's
+``Client`` from Node (``tests/js/client.mjs``) and the legacy ``useStream`` React hook in a
+page built with Vite (``tests/js/page``), driven in the system's Chromium.
+
+The page is served from another origin than the API, so CORS is part of the test: the hook
+can only learn the run it created (and so rejoin it after a reload) when the server exposes
+``Content-Location``, and it can only send ``Last-Event-ID`` when the preflight allows it.
+
+``npm ci`` runs once per lock file (a stamp in ``node_modules`` remembers it) and the page is
+built once per source change, both under a file lock so parallel workers share them. Without
+Node (or without Chromium, for the page tests) the tests skip, unless
+``OUTLAST_REQUIRE_BROWSER=1`` or ``OUTLAST_REQUIRE_NODE=1``: then they fail.
+Screenshots land in ``.artifacts/console/lg-js-*``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from tests.browser import chromium, screenshot_path
+from tests.procs import kill, start_server
+
+pytestmark = pytest.mark.slow
+
+JS = Path(__file__).parent / "js"
+LOCK = JS / "package-lock.json"
+PAGE = JS / "page"
+DIST = PAGE / "dist"
+CHAT_REPLY = "echo(hi) w0 w1 w2 w3 w4 w5"  # lg_chat's reply to "hi" with the default 6 words
+PLAN_QUESTION = {"question": "Approve the plan?", "plan": "plan for x"}
+
+
+# --- Node, npm ci and the page build ----------------------------------------------------
+
+
+def _required() -> bool:
+    return "1" in (
+        os.environ.get("OUTLAST_REQUIRE_NODE"),
+        os.environ.get("OUTLAST_REQUIRE_BROWSER"),
+    )
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            h.update(str(file.relative_to(JS)).encode())
+            h.update(file.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _run(command: list[str], what: str, timeout: float) -> None:
+    try:
+        done = subprocess.run(
+            command, cwd=JS, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{what} took over {timeout}s: {exc.stdout}\n{exc.stderr}") from None
+    assert done.returncode == 0, f"{what} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+
+
+@functools.cache
+def _prepare_js() -> str:
+    """``npm ci`` when node_modules does not match the lock, the page build when its sources
+    changed; returns the path of ``node``."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        message = "no Node.js/npm on this machine; install Node 20+ (apt-get install -y nodejs npm)"
+        if _required():
+            pytest.fail(message)
+        pytest.skip(message)
+    with (JS / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers wait for the first one
+        installed = JS / "node_modules" / f".outlast-lock-{_digest(LOCK)}"
+        if not installed.exists():
+            _run([npm, "ci", "--no-audit", "--no-fund"], "npm ci in tests/js", timeout=300)
+            installed.touch()
+        sources = _digest(LOCK, JS / "vite.config.mjs", PAGE / "index.html", PAGE / "main.jsx")
+        built = DIST / f".outlast-build-{sources}"
+        if not built.exists():
+            _run([node, "node_modules/.bin/vite", "build"], "vite build of tests/js/page", 120)
+            built.touch()
+    return node
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    return _prepare_js()
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``outlast serve`` on SQLite with tests/langgraph.json (lg_chat, lg_hitl)."""
+    folder = tmp_path_factory.mktemp("lg_js")
+    log = folder / "server.log"
+    proc, url = start_server(f"sqlite:///{folder / 'outlast.db'}", log)
+    try:
+        yield url
+    finally:
+        kill(proc, signal.SIGTERM)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def page_origin(node: str) -> Iterator[str]:
+    """The built page on its own port: another origin than the API."""
+    handler = functools.partial(_Quiet, directory=str(DIST))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- The SDK's Client from Node -----------------------------------------------------------
+
+
+def run_client(node: str, api_url: str, timeout: float = 60) -> dict[str, Any]:
+    """Runs client.mjs; what it saw, with ``error`` set when it failed."""
+    done = subprocess.run(
+        [node, "client.mjs", api_url, str(int(timeout * 1000))],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 15,
+        check=False,
+    )
+    try:
+        seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        seen = {"error": f"client.mjs printed no JSON: {done.stdout}", "requests": []}
+    if done.returncode != 0:
+        seen.setdefault("error", f"client.mjs exited with {done.returncode}")
+    seen["stderr"] = done.stderr
+    return seen
+
+
+def check_ok(seen: dict[str, Any], part: str) -> dict[str, Any]:
+    """The scenario ``part`` of a client.mjs run, which must have finished without error."""
+    error = seen.get("error") or seen.get(part, {}).get("error")
+    mine = [r for r in seen["requests"] if seen.get(part, {}).get("thread_id", "-") in r["path"]]
+    assert error is None, (
+        f"client.mjs ({part}) failed: {error}\nwhat it saw: "
+        + json.dumps(seen.get(part))[:4000]
+        + "\nits requests: "
+        + json.dumps(mine or seen["requests"], indent=1)[-6000:]
+        + f"\nstderr: {seen['stderr'][-2000:]}"
+    )
+    result: dict[str, Any] = seen[part]
+    return result
+
+
+@pytest.fixture(scope="module")
+def client_run(node: str, api: str) -> dict[str, Any]:
+    """One client.mjs run, shared by the two tests that read it."""
+    return run_client(node, api)
+
+
+def names(events: list[dict[str, Any]]) -> list[str]:
+    return [e["event"] for e in events]
+
+
+def check_ids(events: list[dict[str, Any]]) -> list[int]:
+    """Every event carries an integer ``id:`` and the ids strictly increase."""
+    ids = [e["id"] for e in events]
+    assert all(isinstance(i, str) and re.fullmatch(r"\d+", i) for i in ids), (
+        f"every event needs an integer id: line: {list(zip(names(events), ids, strict=True))}"
+    )
+    numbers = [int(i) for i in ids]
+    assert numbers == sorted(set(numbers)), f"ids must strictly increase: {numbers}"
+    return numbers
+
+
+def check_run_stream(events: list[dict[str, Any]], run_id: str) -> None:
+    assert events, "the stream carried no event"
+    assert events[0]["event"] == "metadata", f"metadata must come first: {names(events)}"
+    assert events[0]["data"]["run_id"] == run_id
+    check_ids(events)
+    assert events[-1]["event"] == "end", (
+        f"the stream should close with an end event: {names(events)}"
+    )
+
+
+def request_to(seen: dict[str, Any], method: str, path: str) -> list[dict[str, Any]]:
+    return [r for r in seen["requests"] if r["method"] == method and r["path"] == path]
+
+
+def check_chat_client(seen: dict[str, Any]) -> None:
+    chat = check_ok(seen, "chat")
+    thread = chat["thread_id"]
+    created = chat.get("run_created")
+    assert created and created["thread_id"] == thread, (
+        f"onRunCreated needs Content-Location /threads/{{t}}/runs/{{r}}: {created}"
+    )
+    run = created["run_id"]
+    (post,) = request_to(seen, "POST", f"/threads/{thread}/runs/stream")
+    assert post["status"] == 200 and post["content_type"].startswith("text/event-stream")
+    assert post["content_location"] == f"/threads/{thread}/runs/{run}", post
+    assert post["location"] == f"/threads/{thread}/runs/{run}/stream", post
+
+    events = chat["events"]
+    check_run_stream(events, run)
+
+    # messages-tuple: [AIMessageChunk, metadata] per token, adding up to the reply
+    tuples = [e["data"] for e in events if e["event"] == "messages"]
+    assert len(tuples) >= 3, f"the reply should arrive in chunks: {names(events)}"
+    for item in tuples:
+        assert isinstance(item, list) and len(item) == 2 and isinstance(item[1], dict), item
+    chunks = [c for c, _ in tuples if c.get("type") == "AIMessageChunk"]
+    assert chunks, f"no AIMessageChunk in the messages events: {tuples[:2]}"
+    assert len({c["id"] for c in chunks}) == 1, "one streamed message has one id"
+    assert "".join(c["content"] for c in chunks) == CHAT_REPLY
+
+    values = [e["data"] for e in events if e["event"] == "values"]
+    assert values, f"no values event: {names(events)}"
+    final = values[-1]["messages"]
+    assert [(m["type"], m["content"]) for m in final] == [("human", "hi"), ("ai", CHAT_REPLY)]
+    assert final[-1]["id"] == chunks[0]["id"], "the chunks and the final message share an id"
+
+    state = chat["state"]
+    assert state["values"] == values[-1]
+    assert state["next"] == []
+    assert state["checkpoint"]["thread_id"] == thread and state["checkpoint"]["checkpoint_id"]
+
+    (join,) = request_to(seen, "GET", f"/threads/{thread}/runs/{run}/stream")
+    assert join["last_event_id"] == "-1" and join["status"] == 200, join
+    joined = chat["joined"]
+    assert joined == events, (
+        "joinStream with Last-Event-ID -1 must replay the run exactly:\n"
+        f"live:   {list(zip(names(events), [e['id'] for e in events], strict=True))}\n"
+        f"joined: {list(zip(names(joined), [e['id'] for e in joined], strict=True))}"
+    )
+
+
+def check_hitl_client(seen: dict[str, Any]) -> None:
+    hitl = check_ok(seen, "hitl")
+    thread = hitl["thread_id"]
+    assert hitl["first"].get("run_created"), "onRunCreated needs Content-Location"
+    first_run = hitl["first"]["run_created"]["run_id"]
+    first = hitl["first"]["events"]
+    check_run_stream(first, first_run)
+
+    paused = [e["data"] for e in first if e["event"] == "values" and "__interrupt__" in e["data"]]
+    assert len(paused) == 1, f"one values event carries the interrupt: {first}"
+    assert paused[0]["plan"] == "plan for x"
+    (interrupt,) = paused[0]["__interrupt__"]
+    assert interrupt["value"] == PLAN_QUESTION and interrupt["id"], interrupt
+    updates = [e["data"] for e in first if e["event"] == "updates"]
+    assert {"think": {"plan": "plan for x"}} in updates, updates
+    assert [i["id"] for u in updates for i in u.get("__interrupt__", [])] == [interrupt["id"]]
+
+    assert hitl["thread_at_interrupt"]["status"] == "interrupted", hitl["thread_at_interrupt"]
+    state = hitl["state_at_interrupt"]
+    assert state["next"] == ["ask"], state
+    assert [i["value"] for t in state["tasks"] for i in t["interrupts"]] == [PLAN_QUESTION]
+    assert [i["id"] for i in state["interrupts"]] == [interrupt["id"]]
+
+    assert hitl["resume"].get("run_created"), "onRunCreated needs Content-Location"
+    resume_run = hitl["resume"]["run_created"]["run_id"]
+    assert resume_run != first_run, "a resume is a new run"
+    resumed = hitl["resume"]["events"]
+    check_run_stream(resumed, resume_run)
+    (post,) = [
+        r
+        for r in request_to(seen, "POST", f"/threads/{thread}/runs/stream")
+        if r["body"].get("command")
+    ]
+    assert post["body"]["command"] == {"resume": "yes"} and post["status"] == 200
+    final = [e["data"] for e in resumed if e["event"] == "values"][-1]
+    assert final == {"topic": "x", "plan": "plan for x", "answer": "yes", "done": "acted on 'yes'"}
+
+    history = hitl["history"]
+    assert history[0]["values"] == final and history[0]["next"] == []
+    assert any(h["next"] == ["ask"] for h in history), [h["next"] for h in history]
+    ids = [h["checkpoint"]["checkpoint_id"] for h in history]
+    assert len(ids) == len(set(ids)), "history lists each checkpoint once"
+    assert hitl["thread_after"]["status"] == "idle", hitl["thread_after"]
+
+
+def test_js_client_streams_and_replays_a_chat_run(client_run: dict[str, Any]) -> None:
+    check_chat_client(client_run)
+
+
+def test_js_client_interrupts_and_resumes(client_run: dict[str, Any]) -> None:
+    check_hitl_client(client_run)
+
+
+# --- useStream in Chromium ----------------------------------------------------------------
+
+
+class Traffic:
+    """What the page asked the API (Playwright sees every request, preflights excluded)."""
+
+    def __init__(self, api_url: str) -> None:
+        self.api = urlsplit(api_url).netloc
+        self.requests: list[Any] = []
+
+    def record(self, request: Any) -> None:
+        if urlsplit(request.url).netloc == self.api and request.method != "OPTIONS":
+            self.requests.append(request)
+
+    async def calls(self, since: int = 0) -> list[dict[str, Any]]:
+        out = []
+        for r in self.requests[since:]:
+            headers = await r.all_headers()
+            out.append(
+                {
+                    "method": r.method,
+                    "path": urlsplit(r.url).path,
+                    "query": urlsplit(r.url).query,
+                    "last_event_id": headers.get("last-event-id"),
+                    "body": json.loads(r.post_data) if r.post_data else None,
+                }
+            )
+        return out
+
+
+async def until(page: Any, traffic: Traffic, what: str, waiting: Any) -> None:
+    """Awaits a Playwright wait; on its time-out, fails with what the page showed and asked."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        await waiting
+    except PlaywrightTimeout:
+        shown = await page.evaluate(
+            "() => ({status: document.querySelector('[data-testid=status]')?.textContent,"
+            " error: document.querySelector('[data-testid=error]')?.textContent,"
+            " messages: [...document.querySelectorAll('[data-testid=message]')]"
+            ".map(m => m.textContent)})"
+        )
+        calls = [(c["method"], c["path"], c["last_event_id"]) for c in await traffic.calls()]
+        raise AssertionError(
+            f"timed out waiting for {what}; the page: {shown}; its calls: {calls}"
+        ) from None
+
+
+@pytest.fixture
+async def browser_page(page_origin: str) -> AsyncIterator[Any]:
+    executable = chromium()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        context = await browser.new_context(viewport={"width": 1000, "height": 800})
+        page = await context.new_page()
+        errors: list[str] = []  # the page's own JavaScript must never fail
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            yield page
+        finally:
+            await browser.close()
+    assert errors == [], errors
+
+
+def page_url(origin: str, api_url: str, assistant: str, **extra: Any) -> str:
+    query = {"apiUrl": api_url, "assistantId": assistant}
+    query.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
+    return f"{origin}/index.html?{urlencode(query)}"
+
+
+async def shot(page: Any, test: str, moment: str) -> None:
+    await page.screenshot(path=str(screenshot_path(f"lg-js-{test}", moment)), full_page=True)
+
+
+async def ai_texts(page: Any) -> list[str]:
+    texts: list[str] = await page.evaluate("window.__aiTexts")
+    return texts
+
+
+async def message_rows(page: Any) -> list[tuple[str, str]]:
+    rows: list[list[str]] = await page.eval_on_selector_all(
+        "[data-testid=message]",
+        "rows => rows.map(r => [r.dataset.type,"
+        " r.querySelector('[data-testid=message-text]').textContent])",
+    )
+    return [(t, text) for t, text in rows]
+
+
+async def wait_idle(page: Any, timeout: float = 30_000) -> None:
+    await page.wait_for_function(
+        "document.querySelector('[data-testid=loading]')?.textContent === 'false'",
+        timeout=timeout,
+    )
+
+
+async def send(page: Any, text: str) -> None:
+    await page.fill("[data-testid=input]", text)
+    await page.click("[data-testid=submit]")
+
+
+async def wait_text(page: Any, selector: str, text: str, timeout: float = 30_000) -> None:
+    await page.wait_for_function(
+        "([sel, text]) => [...document.querySelectorAll(sel)].some(e => e.textContent === text)",
+        arg=[selector, text],
+        timeout=timeout,
+    )
+
+
+async def check_chat_page(page: Any, origin: str, api_url: str) -> None:
+    traffic = Traffic(api_url)
+    page.on("request", traffic.record)
+    # a chunk every 150 ms (more than a server's token-coalescing interval), so tokens
+    # reach the page in several renders
+    await page.goto(page_url(origin, api_url, "lg_chat", configurable={"delay": 0.15}))
+    await page.wait_for_selector("[data-testid=status]")
+    await send(page, "hi")
+    ai = "[data-testid=message][data-type=ai]"
+    await until(page, traffic, "the AI message", page.wait_for_selector(ai, timeout=30_000))
+    await shot(page, "chat", "streaming")
+    await until(page, traffic, "the whole reply", wait_text(page, ai, CHAT_REPLY))
+    await until(page, traffic, "the end of the run", wait_idle(page))
+    await shot(page, "chat", "final")
+
+    assert await message_rows(page) == [("human", "hi"), ("ai", CHAT_REPLY)]
+    texts = await ai_texts(page)
+    assert texts[-1] == CHAT_REPLY
+    assert all(CHAT_REPLY.startswith(t) for t in texts), f"tokens out of order: {texts}"
+    assert len(texts) >= 3, f"the reply should appear token by token, not at once: {texts}"
+
+    posts = [r for r in traffic.requests if r.method == "POST" and r.url.endswith("/runs/stream")]
+    assert len(posts) == 1, [r.url for r in traffic.requests]
+    response = await posts[0].response()
+    headers = await response.all_headers()
+    exposed = {
+        h.strip().lower() for h in headers.get("access-control-expose-headers", "").split(",")
+    }
+    # Content-Location tells the hook its run id; Location is where the SDK reconnects
+    assert {"location", "content-location"} <= exposed, headers
+    assert headers.get("access-control-allow-origin") in ("*", origin), headers
+    created: list[dict[str, str]] = await page.evaluate("window.__created")
+    assert len(created) == 1, f"onCreated needs Content-Location exposed over CORS: {created}"
+
+
+async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
+    traffic = Traffic(api_url)
+    page.on("request", traffic.record)
+    await page.goto(page_url(origin, api_url, "lg_hitl", field="topic"))
+    await page.wait_for_selector("[data-testid=status]")
+    await send(page, "x")
+    await until(
+        page,
+        traffic,
+        "the interrupt",
+        page.wait_for_selector("[data-testid=interrupt]", timeout=30_000),
+    )
+    await until(page, traffic, "the end of the first run", wait_idle(page))
+    shown = json.loads(await page.inner_text("[data-testid=interrupt-value]"))
+    assert shown == PLAN_QUESTION
+    assert "interrupted" in await page.inner_text("[data-testid=status]")
+    await shot(page, "hitl", "interrupt")
+
+    await page.click("[data-testid=approve]")
+    done = page.wait_for_function(
+        "JSON.parse(document.querySelector('[data-testid=values]').textContent).done"
+        " === \"acted on 'approved'\"",
+        timeout=30_000,
+    )
+    await until(page, traffic, "the plan acted on", done)
+    await until(page, traffic, "the end of the resumed run", wait_idle(page))
+    await page.wait_for_selector("[data-testid=interrupt]", state="detached")
+    await shot(page, "hitl", "final")
+    values = json.loads(await page.inner_text("[data-testid=values]"))
+    assert values == {
+        "topic": "x",
+        "plan": "plan for x",
+        "answer": "approved",
+        "done": "acted on 'approved'",
+    }
+
+    calls = await traffic.calls()
+    runs = [c for c in calls if c["method"] == "POST" and c["path"].endswith("/runs/stream")]
+    assert [r["body"].get("command") for r in runs] == [None, {"resume": "approved"}], runs
+    assert runs[0]["body"]["input"] == {"topic": "x"}
+
+
+async def check_rejoin_page(page: Any, origin: str, api_url: str) -> None:
+    words = 14
+    expected = " ".join(["echo(slow)"] + [f"w{i}" for i in range(words)])
+    traffic = Traffic(api_url)
+    page.on("request", traffic.record)
+    # 29 chunks, 0.25 s apart: about 7 s of streaming, so the reload lands mid-run even on a
+    # busy machine
+    slow = {"delay": 0.25, "words": words}
+    await page.goto(page_url(origin, api_url, "lg_chat", configurable=slow))
+    await page.wait_for_selector("[data-testid=status]")
+    await send(page, "slow")
+    mid_run = page.wait_for_function(
+        "(window.__aiTexts.at(-1) || '').includes(' w2')", timeout=30_000
+    )
+    await until(page, traffic, "the first words", mid_run)
+    created: list[dict[str, str]] = await page.evaluate("window.__created")
+    assert len(created) == 1, f"onCreated needs Content-Location exposed over CORS: {created}"
+    thread, run = created[0]["thread_id"], created[0]["run_id"]
+    stored = await page.evaluate(f"sessionStorage.getItem('lg:stream:{thread}')")
+    assert stored == run, "reconnectOnMount remembers the run in sessionStorage"
+    before = (await ai_texts(page))[-1]
+    assert before != expected and expected.startswith(before), before
+    await shot(page, "rejoin", "before-reload")
+
+    mark = len(traffic.requests)
+    await page.reload()
+    assert f"threadId={thread}" in page.url
+    ai = "[data-testid=message][data-type=ai]"
+    await until(page, traffic, "the whole reply after the reload", wait_text(page, ai, expected))
+    await until(page, traffic, "the end of the rejoined run", wait_idle(page))
+    await shot(page, "rejoin", "after-reload")
+
+    after = await ai_texts(page)  # the page's window is new: only post-reload renders
+    assert after[-1] == expected
+    assert all(expected.startswith(t) for t in after), f"a word repeated or out of order: {after}"
+    assert any(t != expected for t in after), f"the page rejoined a finished run: {after}"
+    assert await message_rows(page) == [("human", "slow"), ("ai", expected)]
+    assert (await page.inner_text(ai)).split() == expected.split()
+
+    calls = await traffic.calls(mark)
+    joins = [
+        c
+        for c in calls
+        if c["method"] == "GET" and c["path"] == f"/threads/{thread}/runs/{run}/stream"
+    ]
+    assert joins, f"no rejoin after the reload: {[(c['method'], c['path']) for c in calls]}"
+    assert joins[0]["last_event_id"] == "-1", joins[0]
+    assert not [c for c in calls if c["method"] == "POST" and c["path"].endswith("/runs/stream")]
+    gone = await page.evaluate(f"sessionStorage.getItem('lg:stream:{thread}')")
+    assert gone is None, "the finished run is forgotten"
+
+
+async def test_use_stream_page_streams_tokens(
+    browser_page: Any, page_origin: str, api: str
+) -> None:
+    await check_chat_page(browser_page, page_origin, api)
+
+
+async def test_use_stream_page_answers_an_interrupt(
+    browser_page: Any, page_origin: str, api: str
+) -> None:
+    await check_hitl_page(browser_page, page_origin, api)
+
+
+async def test_use_stream_page_rejoins_a_run_after_a_reload(
+    browser_page: Any, page_origin: str, api: str
+) -> None:
+    await check_rejoin_page(browser_page, page_origin, api)
