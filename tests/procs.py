@@ -97,16 +97,18 @@ def assert_exact_log(events: list[Event]) -> None:
 
 
 def start_server(
-    db_url: str, log: Path, *flags: str, **env: str
+    db_url: str, log: Path, *flags: str, port: int = 0, **env: str
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`outlast serve` on a free port; returns once /readyz answers."""
+    """`outlast serve` on a free port (or ``port``: a restart where clients reconnect);
+    returns once /readyz answers."""
     import socket
     import time
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    if not port:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
     proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
