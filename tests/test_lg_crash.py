@@ -60,7 +60,8 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
         ]
         assert seen[-1].event == "end" and whole[-2].data["done"] == list(range(8))
         assert (await client.runs.get(thread, run_id))["status"] == "success"
-        native = httpx.get(f"{url}/v1/runs/{run_id}").json()
+        async with httpx.AsyncClient(base_url=url) as http:
+            native = (await http.get(f"/v1/runs/{run_id}")).json()
         assert native["attempts"] == 2  # taken over from its last checkpoint
         assert whole[0].data["attempt"] == 2
     finally:

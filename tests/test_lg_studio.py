@@ -59,9 +59,8 @@ async def test_studio_call_sequence(store: Store) -> None:
         exposed = info.headers["access-control-expose-headers"].lower()
         assert "location" in exposed.split(", ") and "content-location" in exposed
 
-        found = await _post(
-            c, "/assistants/search", {"limit": 10, "offset": 0, "metadata": {"created_by": "system"}}
-        )
+        studio_search = {"limit": 10, "offset": 0, "metadata": {"created_by": "system"}}
+        found = await _post(c, "/assistants/search", studio_search)
         assert found.status_code == 200
         nested = next(a for a in found.json() if a["graph_id"] == "lg_nested")
         aid = nested["assistant_id"]
@@ -99,9 +98,8 @@ async def test_studio_call_sequence(store: Store) -> None:
         cid = older["checkpoint"]["checkpoint_id"]
         at = (await c.get(f"/threads/{thread}/state/{cid}")).json()
         assert at["checkpoint"]["checkpoint_id"] == cid
-        same = (
-            await _post(c, f"/threads/{thread}/state/checkpoint", {"checkpoint": older["checkpoint"]})
-        ).json()
+        at_ref = {"checkpoint": older["checkpoint"]}
+        same = (await _post(c, f"/threads/{thread}/state/checkpoint", at_ref)).json()
         assert same["values"] == at["values"]
 
         # edit the state as a node, and "re-run from here" (__copy__)
