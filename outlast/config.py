@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)
+    langgraph_heartbeat: float = Field(
+        default=5.0,
+        gt=0,
+        description="the LangGraph face's `: heartbeat` and /wait keepalive interval (what "
+        "LangGraph's server sends; the JS SDK's idle watchdog is set from it)",
+    )
     message_flush_interval: float = Field(
         default=0.1,
         ge=0,

@@ -57,7 +57,16 @@ def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
 
 
 def install(app: FastAPI) -> None:
-    from outlast.api.lg import assistant_graphs, assistants, runs, store_items, system, threads
+    from outlast.api.lg import (
+        assistant_graphs,
+        assistants,
+        runs,
+        store_items,
+        system,
+        thread_stream,
+        threads,
+    )
 
-    for module in (system, store_items, assistants, assistant_graphs, threads, runs):
+    modules = (system, store_items, assistants, assistant_graphs, threads, thread_stream, runs)
+    for module in modules:
         app.include_router(module.router)

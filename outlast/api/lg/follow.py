@@ -27,7 +27,6 @@ from outlast.jsonable import to_jsonable
 from outlast.store import Event, RunStatus
 from outlast.store.hub import STATUS, wait_for
 
-HEARTBEAT = 5.0  # seconds; the JS SDK's idle watchdog learns this interval
 _FROM_START = {"", "-1", "-", "0"}
 _ID = re.compile(r"^\d{1,18}$")
 
@@ -174,12 +173,12 @@ async def final_body(ctx: AppContext, f: Found) -> Any:
     return values
 
 
-async def keepalive_json(work: asyncio.Task[Any]) -> AsyncIterator[bytes]:
+async def keepalive_json(work: asyncio.Task[Any], every: float) -> AsyncIterator[bytes]:
     """``"\\n"`` every few seconds until the body is ready (JSON parsers skip leading
     whitespace, and proxies see bytes moving), then the body."""
     try:
         while True:
-            done, _ = await asyncio.wait({work}, timeout=HEARTBEAT)
+            done, _ = await asyncio.wait({work}, timeout=every)
             if done:
                 break
             yield b"\n"

@@ -75,7 +75,7 @@ def _stream_response(
         _watched(ctx, f, events, cancel_on_gone),
         shutdown_event=shutdown,
         shutdown_grace_period=1.0,
-        ping=5,
+        ping=ctx.settings.langgraph_heartbeat,
         ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
         send_timeout=30,
         headers={
@@ -119,7 +119,7 @@ def _wait_response(ctx: AppContext, f: Found, cancel_on_gone: bool) -> Streaming
     async def chunks() -> AsyncIterator[bytes]:
         done = False
         try:
-            async for chunk in keepalive_json(work):
+            async for chunk in keepalive_json(work, ctx.settings.langgraph_heartbeat):
                 yield chunk
             done = True
         finally:

@@ -63,7 +63,7 @@ def _json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def frame(name: str, data: Any, seq: int | None) -> ServerSentEvent:
+def frame(name: str, data: Any, seq: int | str | None) -> ServerSentEvent:
     return ServerSentEvent(data=_json(data), event=name, id=str(seq) if seq is not None else None)
 
 
@@ -83,9 +83,11 @@ class Wire:
             return None
         return f"{mode}|{ns}" if ns else mode
 
-    def frames(self, event: Event) -> list[ServerSentEvent]:
+    def frames(self, event: Event, ident: str | None = None) -> list[ServerSentEvent]:
+        """The event's frames; ``ident`` replaces the seq as their id (the thread stream's
+        ids name the run too)."""
         data = event.data
-        seq = event.seq
+        seq: Any = ident if ident is not None else event.seq
         out: list[ServerSentEvent] = []
         if event.type == "stream":
             mode = data.get("mode", "")

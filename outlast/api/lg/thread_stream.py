@@ -1,0 +1,150 @@
+"""``GET /threads/{t}/stream``: every run of a thread, one after the other, including
+runs that start later.
+
+Runs of a thread execute one at a time, in acceptance order (``pos``), so the thread's
+stream is their logs concatenated; its event ids are ``<pos>-<seq>`` (what LangGraph's
+thread stream ids look like, ``^\\d+-\\d+$``), strictly increasing, and a client that
+comes back with the last one gets the rest of that run and every later run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Header, Path, Query, Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from outlast.api.context import AppContext
+from outlast.api.edge import ctx_of
+from outlast.api.lg.access import Unprocessable, thread_or_404
+from outlast.api.lg.follow import requested_modes
+from outlast.api.lg.wire import Wire, frame
+from outlast.api.sse import Gap, follow_log
+from outlast.store import Run
+from outlast.store.base import system_assistant_id
+
+router = APIRouter(tags=["langgraph"])
+_CURSOR = re.compile(r"^(\d{1,18})(?:-(\d{1,18}))?$")
+_ALL = {"values", "updates", "messages", "messages-tuple", "custom", "tasks", "checkpoints"}
+_IDLE_POLL = 0.5  # a thread with no run in flight is looked at again this often
+
+
+def cursor_of(raw: str | None) -> tuple[int, int] | None:
+    """``(pos, seq)`` after which to continue; ``None``: live only (no header)."""
+    value = (raw or "").strip()
+    if not value:
+        return None
+    if value in ("-", "-1", "0"):
+        return (0, 0)
+    match = _CURSOR.match(value)
+    if not match:
+        raise Unprocessable(f"Last-Event-ID {value[:40]!r} is not a thread event id (<run>-<seq>)")
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+@router.get("/threads/{thread_id}/stream")
+async def thread_stream(
+    request: Request,
+    thread_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")],
+    last_event_id: Annotated[str | None, Header()] = None,
+    stream_modes: str | None = Query(default=None, max_length=200),
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+) -> EventSourceResponse:
+    """``stream_modes`` (or the SDK's ``stream_mode``): ``run_modes`` (every run event),
+    ``lifecycle`` (a ``metadata`` event as each run starts and ends)."""
+    ctx = ctx_of(request)
+    await thread_or_404(ctx, thread_id)
+    kinds = set(requested_modes([stream_modes] if stream_modes else stream_mode, ["run_modes"]))
+    unknown = kinds - {"run_modes", "lifecycle", "state_update"}
+    if unknown:
+        raise Unprocessable(f"unknown thread stream modes {sorted(unknown)}")
+    start = cursor_of(last_event_id)
+    shutdown = anyio.Event()
+    return EventSourceResponse(
+        _follow_thread(ctx, thread_id, start, kinds, shutdown.is_set),
+        shutdown_event=shutdown,
+        shutdown_grace_period=1.0,
+        ping=ctx.settings.langgraph_heartbeat,
+        ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
+        send_timeout=30,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _runs(ctx: AppContext, thread_id: str) -> list[Run]:
+    runs = await ctx.store.list_runs(
+        principal=ctx.principal, thread_id=thread_id, status=None, limit=200, before=None
+    )
+    return sorted(runs, key=lambda r: r.pos)
+
+
+async def _follow_thread(
+    ctx: AppContext,
+    thread_id: str,
+    start: tuple[int, int] | None,
+    kinds: set[str],
+    stopping: Callable[[], bool],
+) -> AsyncIterator[ServerSentEvent]:
+    deadline = time.monotonic() + ctx.settings.stream_max_seconds
+    runs = await _runs(ctx, thread_id)
+    if start is None:  # live: what happens from now on
+        start = (runs[-1].pos, runs[-1].last_seq) if runs else (0, 0)
+    pos, seq = start
+    while time.monotonic() < deadline and not stopping():
+        pending = [r for r in await _runs(ctx, thread_id) if (r.pos, r.last_seq) > (pos, seq)]
+        pending = [r for r in pending if r.pos >= pos]
+        if not pending:
+            await asyncio.sleep(_IDLE_POLL)
+            continue
+        for run in pending:
+            after = seq if run.pos == pos else 0
+            async for item in _one_run(
+                ctx, run, after, kinds, deadline - time.monotonic(), stopping
+            ):
+                yield item
+            current = await ctx.store.get_run(run.id)
+            if current is None or not current.terminal:
+                return  # the transport clock or a shutdown: the client resumes from its id
+            pos, seq = run.pos, current.last_seq
+            if "lifecycle" in kinds:
+                done = {"status": "run_done", "run_id": run.id}
+                yield frame("metadata", done, f"{run.pos}-{current.last_seq}")
+
+
+async def _one_run(
+    ctx: AppContext,
+    run: Run,
+    after: int,
+    kinds: set[str],
+    budget: float,
+    stopping: Callable[[], bool],
+) -> AsyncIterator[ServerSentEvent]:
+    wire = Wire(
+        run_id=run.id,
+        thread_id=run.thread_id,
+        graph_id=run.graph,
+        assistant_id=system_assistant_id(run.graph),
+        modes=_ALL if "run_modes" in kinds else set(),
+        subgraphs=True,
+    )
+    if after == 0 and kinds & {"run_modes", "lifecycle"}:
+        yield frame("metadata", {"run_id": run.id, "attempt": max(run.attempts, 1)}, f"{run.pos}-0")
+    log = follow_log(ctx.store, run.id, after, max(budget, 0.0), stopping)
+    async with contextlib.aclosing(log) as items:
+        async for item in items:
+            if isinstance(item, Gap):
+                gap = {
+                    "requested_after": item.requested_after,
+                    "oldest_available": item.oldest_available,
+                }
+                yield frame("gap", gap, f"{run.pos}-{item.resume_at}")
+                continue
+            for fr in wire.frames(item, f"{run.pos}-{item.seq}"):
+                if fr.event != "end":  # a thread's stream goes on after each run
+                    yield fr

@@ -1,0 +1,150 @@
+"""Streams of the LangGraph face beyond one run's happy path: the thread's stream across
+its runs, the heartbeat, a cursor older than retention, and a rejoin of a finished run."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph_sdk import get_client
+
+from outlast.store import Store
+from tests.harness import make_settings, serve
+
+
+async def test_the_thread_stream_follows_every_run_and_resumes_by_id(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        seen: list[Any] = []
+
+        async def follow() -> None:
+            async for part in await client.threads.join_stream(
+                thread, last_event_id="-", stream_mode=["run_modes", "lifecycle"]
+            ):
+                seen.append(part)
+                if (
+                    sum(p.data.get("status") == "run_done" for p in seen if p.event == "metadata")
+                    == 2
+                ):
+                    return
+
+        task = asyncio.create_task(follow())
+        await client.runs.wait(thread, "lg_hitl", input={"topic": "a"})
+        await client.runs.wait(thread, "lg_hitl", command={"resume": "ok"})
+        await client.runs.wait(
+            thread, "lg_chat", input={"messages": [{"role": "user", "content": "x"}]}
+        )
+        await asyncio.wait_for(task, 30)
+        ids = [tuple(map(int, p.id.split("-"))) for p in seen]
+        assert ids == sorted(set(ids)), "strictly increasing, <run>-<seq>"
+        names = [p.event for p in seen]
+        assert names[0] == "metadata" and "values" in names and "end" not in names
+        done = [
+            p.data["run_id"]
+            for p in seen
+            if p.data and p.event == "metadata" and "status" in p.data
+        ]
+        assert len(done) == 2 and done[0] != done[1]
+        # back from the middle: exactly the rest
+        middle = seen[len(seen) // 2]
+        rest: list[Any] = []
+        async for part in await client.threads.join_stream(
+            thread, last_event_id=middle.id, stream_mode=["run_modes", "lifecycle"]
+        ):
+            rest.append(part)
+            if len(rest) == len(seen) - len(seen) // 2 - 1:
+                break
+        assert [(p.event, p.id) for p in rest] == [
+            (p.event, p.id) for p in seen[len(seen) // 2 + 1 :]
+        ]
+
+
+async def test_heartbeats_on_a_quiet_stream(store: Store) -> None:
+    settings = make_settings(langgraph_heartbeat=0.2)
+    async with serve(store, settings) as srv:
+        thread = (await srv.client.post("/threads", json={})).json()["thread_id"]
+        body = {
+            "assistant_id": "lg_slow",
+            "input": {},
+            "config": {"configurable": {"steps": 2, "delay": 0.7}},
+        }
+        async with srv.client.stream("POST", f"/threads/{thread}/runs/stream", json=body) as r:
+            text = "".join([chunk async for chunk in r.aiter_text()])
+        assert ": heartbeat" in text
+        waited = await srv.client.post("/runs/wait", json=body)
+        assert waited.text.startswith("\n") and waited.json()["done"] == [0, 1]
+
+
+async def test_a_cursor_older_than_retention_is_told_then_the_current_values(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(
+            thread, "lg_chat", input={"messages": []}, stream_mode=["values"]
+        )
+        await client.runs.join(thread, run["run_id"])
+        await store.prune_events(run["run_id"], 4)
+        parts = [p async for p in client.runs.join_stream(thread, run["run_id"], last_event_id="2")]
+        # a reconnect from the middle (no metadata again): the gap, the state now, the rest
+        assert [p.event for p in parts][:2] == ["gap", "values"]
+        assert parts[0].data["oldest_available"] == 5 and parts[0].id == "4"
+        assert parts[1].data["messages"][-1]["content"].startswith("echo(")
+        assert parts[-1].event == "end"
+        assert [int(p.id) for p in parts[2:]] == sorted(int(p.id) for p in parts[2:])
+        assert all(int(p.id) >= 5 for p in parts[2:])
+
+
+async def test_rejoining_a_finished_run_replays_then_ends(store: Store) -> None:
+    """aegra#472: a finished run with ``Last-Event-ID: -1`` must end, not wait forever;
+    past its last event, only ``end``."""
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        done = await client.runs.create(thread, "lg_chat", input={"messages": []})
+        await client.runs.join(thread, done["run_id"])
+        all_parts = [
+            p async for p in client.runs.join_stream(thread, done["run_id"], last_event_id="-1")
+        ]
+        assert all_parts[-1].event == "end"
+        last = all_parts[-1].id
+        after = await asyncio.wait_for(
+            _collect(client.runs.join_stream(thread, done["run_id"], last_event_id=last)), 10
+        )
+        assert [p.event for p in after] == ["end"]
+        raw = await srv.client.get(
+            f"/threads/{thread}/runs/{done['run_id']}/stream", headers={"Last-Event-ID": "x1"}
+        )
+        assert raw.status_code == 422 and "Last-Event-ID" in raw.json()["detail"]
+
+
+async def _collect(stream: Any) -> list[Any]:
+    return [p async for p in stream]
+
+
+async def test_join_stream_modes_filter_and_every_encoding_works(store: Store) -> None:
+    async with serve(store) as srv:
+        thread = (await srv.client.post("/threads", json={})).json()["thread_id"]
+        body = {
+            "assistant_id": "lg_hitl",
+            "input": {"topic": "m"},
+            "stream_mode": ["values", "updates"],
+        }
+        run = (await srv.client.post(f"/threads/{thread}/runs", json=body)).json()
+        await srv.client.get(f"/threads/{thread}/runs/{run['run_id']}/join")
+        path = f"/threads/{thread}/runs/{run['run_id']}/stream"
+        for params in (
+            [("stream_mode", "updates")],
+            [("stream_mode", '["updates"]')],
+            [("stream_mode", "updates,custom")],
+        ):
+            text = (await srv.client.get(path, params=params, headers={"Last-Event-ID": "-1"})).text
+            assert "event: updates" in text and "event: values" not in text, params
+        both = (
+            await srv.client.get(
+                path,
+                params=[("stream_mode", "updates"), ("stream_mode", "values")],
+                headers={"Last-Event-ID": "-1"},
+            )
+        ).text
+        assert "event: updates" in both and "event: values" in both
