@@ -58,7 +58,6 @@ from langgraph_sdk import get_client
 from overhead import INPUT, outlast_run, throughput, timed
 
 SYSTEMS = ("lg", "native", "dev")
-LABEL = {"lg": "outlast, LangGraph face", "native": "outlast, native face", "dev": "langgraph dev"}
 BLOCK = 10  # latency samples of the outlast faces per block
 INFLIGHT = 10
 PARTS = ("server", "postgres", "client")
@@ -235,7 +234,7 @@ def markdown(res: dict[str, Any]) -> str:
         f"{INFLIGHT} in flight the LangGraph face completes {q['lg_over_dev_runs_per_s']:.1f}× "
         f"its runs/s (native {q['native_over_dev_runs_per_s']:.1f}×).",
         "",
-        notes(c),
+        notes(argparse.Namespace(**c)),
         "",
         f"Per-repetition LG / native latency ratios {res['all_ratios_lg_over_native_p50']}; "
         "every repetition's figures in `lg_face.json`.",
@@ -247,17 +246,17 @@ def cpu_cell(v: dict[str, float]) -> str:
     return f"{v['server'] + v['postgres']:.1f} ({v['server']:.1f} + {v['postgres']:.1f})"
 
 
-def notes(c: Any) -> str:
-    get = c.get if isinstance(c, dict) else functools.partial(getattr, c)
+def notes(o: Any) -> str:
+    """How the figures were taken (the suite's notes too)."""
     return (
         "All three up at once on one machine: outlast `serve --concurrency 10` on Postgres "
         "(a fresh database; both faces on the same server), `langgraph dev "
         "--n-jobs-per-worker 10` (in-memory). LangGraph face and dev: `langgraph_sdk` "
         "`client.runs.wait(None, 'ten', input=...)` (one `POST /runs/wait`); native face: "
         "`POST /v1/runs` then `GET /v1/runs/{id}/result?wait=30` through httpx (the SDK "
-        f"cannot speak `/v1`). One at a time: {get('lgface_samples')} runs per face and "
-        f"{get('lgface_dev_samples')} for dev per repetition, in blocks of 10 rotating "
-        f"between the systems; {INFLIGHT} in flight: {get('lgface_runs')} runs each, order "
+        f"cannot speak `/v1`). One at a time: {o.lgface_samples} runs per face and "
+        f"{o.lgface_dev_samples} for dev per repetition, in blocks of 10 rotating "
+        f"between the systems; {INFLIGHT} in flight: {o.lgface_runs} runs each, order "
         "rotating per repetition. CPU from `/proc`: the server process plus the Postgres "
         "backends of the benchmark's database (the dev server uses none). Ratios are "
         "medians of per-repetition ratios."

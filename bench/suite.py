@@ -10,6 +10,7 @@ docstring says what it measures and why that way:
 
     overhead    overhead.py     outlast vs plain ``ainvoke`` + AsyncPostgresSaver, one at a time
     throughput  throughput.py   runs/s at 10 and 50 in flight, outlast vs ``langgraph dev``
+    lgface      lg_face.py      the LangGraph face vs the native API (and ``langgraph dev``)
     accept      acceptance.py   ``POST /v1/runs`` per second, 32 clients, ``--no-worker``
     stream      streaming.py    append → receipt with 100 SSE clients; replay of 10,000 events
     parked      parking.py      worker RSS/CPU with 10,000 runs waiting on people; answer latency
@@ -38,6 +39,7 @@ from typing import Any
 import acceptance
 import benchkit
 import httpx
+import lg_face
 import overhead
 import parking
 import recovery
@@ -52,6 +54,9 @@ SIZES: list[tuple[str, Any, Any, str]] = [
     ("samples", 50, 30, "overhead: latency samples per repetition, for each side"),
     ("warmup", 10, 5, "overhead: warm-up runs per side, not counted"),
     ("throughput_runs", 100, 60, "throughput: runs per repetition and level"),
+    ("lgface_samples", 50, 20, "lgface: latency samples per face and repetition"),
+    ("lgface_dev_samples", 10, 5, "lgface: latency samples of the dev server (1 s each)"),
+    ("lgface_runs", 100, 50, "lgface: runs per system and repetition at 10 in flight"),
     ("accept_requests", 3000, 1000, "accept: requests per repetition"),
     ("accept_clients", 32, 32, "accept: concurrent clients"),
     ("stream_clients", 100, 100, "stream: SSE clients attached to the run"),
@@ -68,11 +73,12 @@ SIZES: list[tuple[str, Any, Any, str]] = [
     ("storage_runs", 300, 100, "storage: runs of the 10-node graph"),
     ("prune_keep", 1, 1, "storage: retention keeps this many events per run"),
 ]
-SECTIONS = ("overhead", "throughput", "accept", "stream", "parked", "recovery", "storage")
+SECTIONS = ("overhead", "throughput", "lgface", "accept", "stream", "parked", "recovery", "storage")
 
 AIMS = {
     "overhead": "≤ 1.3×",
     "throughput": "≥ 5× the dev server at 10 in flight",
+    "lgface": "≤ 1.10× native",
     "accept": "≥ 1,000 runs/s",
     "stream": "p99 < 25 ms with 100 clients",
     "parked": "~0 bytes per parked run (< 1 KiB)",
@@ -168,6 +174,7 @@ async def measure_overhead(opts: Any, admin_url: str) -> dict[str, Any]:
 MEASURE: dict[str, Callable[[Any, str], Awaitable[dict[str, Any]]]] = {
     "overhead": measure_overhead,
     "throughput": throughput.measure,
+    "lgface": lg_face.measure,
     "accept": acceptance.measure,
     "stream": streaming.measure,
     "parked": parking.measure,
@@ -232,6 +239,37 @@ def rows(res: dict[str, Any], opts: Any) -> list[tuple[str, str, str, str, str]]
                     verdict(level["ratio"] >= 5) if i == 0 else "—",
                 )
             )
+    if not missing("lgface"):
+        g, q, met = res["lgface"], res["lgface"]["ratios"], res["lgface"]["met"]
+        lg, nat, dev = g["lg"], g["native"], g["dev"]
+        cpu = {s: lg_face.cpu_cell(g[s]["cpu_ms_per_run_10"]) for s in lg_face.SYSTEMS}
+        out += [
+            (
+                "LangGraph face (`langgraph_sdk` `runs.wait`), 10-node graph, one at a time",
+                f"{lg['p50_ms']:.1f} ms/run = **{q['lg_over_native_p50_ms']:.2f}× native**",
+                f"native (`POST /v1/runs` → `result?wait`, httpx) {nat['p50_ms']:.1f} ms; "
+                f"p99 {lg['p99_ms']:.1f} vs {nat['p99_ms']:.1f} ms "
+                f"({q['lg_over_native_p99_ms']:.2f}×); `langgraph dev` {dev['p50_ms']:.0f} ms",
+                "≤ 1.10× native",
+                verdict(met["p50_ms"]),
+            ),
+            (
+                f"LangGraph face, {g['in_flight']} in flight",
+                f"{lg['runs_per_s']:.1f} runs/s = **{q['lg_over_native_runs_per_s']:.2f}× native**",
+                f"native {nat['runs_per_s']:.1f} runs/s, `langgraph dev` {dev['runs_per_s']:.1f}"
+                f" runs/s (LG face {q['lg_over_dev_runs_per_s']:.1f}× dev)",
+                "≥ 0.91× native",
+                verdict(met["runs_per_s"]),
+            ),
+            (
+                f"LangGraph face, CPU per run at {g['in_flight']} in flight",
+                f"{cpu['lg']} ms = **{q['lg_over_native_cpu_10']:.2f}× native**",
+                f"server + Postgres: native {cpu['native']} ms, `langgraph dev` {cpu['dev']} "
+                f"ms; one at a time {q['lg_over_native_cpu_1']:.2f}× native",
+                "≤ 1.10× native",
+                verdict(met["cpu_10"]),
+            ),
+        ]
     if not missing("accept"):
         a = res["accept"]
         out.append(
@@ -397,6 +435,7 @@ def notes(o: Any) -> dict[str, str]:
         f"`langgraph dev --n-jobs-per-worker {top}` (in-memory runtime), `client.runs.wait` "
         "threadless through `langgraph_sdk`; both up at once, alternated per repetition; "
         "ratio = median of per-repetition ratios.",
+        "lgface": lg_face.notes(o),
         "accept": f"{o.accept_requests} requests per repetition, closed loop: each client one "
         "keep-alive connection and a new `Idempotency-Key` per request (a lean HTTP client, "
         "so the client's CPU stays small); rate = requests / wall time; p50/p99 per "

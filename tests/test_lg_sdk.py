@@ -274,12 +274,17 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
         native = (await srv.client.get(f"/v1/runs/{run['run_id']}")).json()
         assert native["status"] == "cancelled"  # terminal: nothing keeps running
         assert (await client.threads.get(thread))["status"] == "idle"  # not a pause
+        kept = (await client.threads.get_state(thread))["values"]
         second = await client.runs.create(
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
+        await _until(client, thread, second["run_id"], "running")
+        while (await client.threads.get_state(thread))["values"] == kept:
+            await asyncio.sleep(0.02)
         await client.runs.cancel(thread, second["run_id"], action="rollback")
         with pytest.raises(NotFoundError):
             await client.runs.get(thread, second["run_id"])
+        assert (await client.threads.get_state(thread))["values"] == kept  # undone
 
 
 async def test_idempotency_key_on_every_run_creating_post(store: Store) -> None:

@@ -4,6 +4,8 @@ its runs, the heartbeat, a cursor older than retention, and a rejoin of a finish
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import json
 from typing import Any
 
 from langgraph_sdk import get_client
@@ -148,3 +150,23 @@ async def test_join_stream_modes_filter_and_every_encoding_works(store: Store) -
             )
         ).text
         assert "event: updates" in both and "event: values" in both
+
+
+async def test_after_seconds_delays_the_start_without_holding_a_worker(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(thread, "lg_chat", input={"messages": []}, after_seconds=1)
+        assert run["status"] == "pending"
+        done = await client.runs.join(thread, run["run_id"])
+        assert done["messages"][-1]["content"].startswith("echo(")
+        log = (await srv.client.get(f"/v1/runs/{run['run_id']}/events")).text
+        events = [json.loads(line[6:]) for line in log.splitlines() if line.startswith("data: ")]
+        timer = next(e for e in events if e["type"] == "wait.started")["data"]["wait"]
+        assert timer["kind"] == "timer"
+        started = [e for e in events if e["type"] == "run.started"]
+        assert len(started) == 2  # claimed, parked on the timer, claimed again when due
+        deadline = dt.datetime.fromisoformat(timer["deadline"])
+        assert dt.datetime.fromisoformat(started[1]["time"]) >= deadline
+        created = dt.datetime.fromisoformat(events[0]["time"])
+        assert deadline - created >= dt.timedelta(seconds=0.9)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -70,6 +71,8 @@ log = logging.getLogger(__name__)
 
 # The config key under which LangGraph looks for a parent Runtime (see `_stream`).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
+# The timer wait of a run accepted with `after_seconds`.
+AFTER = "after_seconds"
 
 
 class Execution:
@@ -206,8 +209,12 @@ class Execution:
         self._graph = graph
         options = RunOptions.of(run)
         graph_input: Any = options.first_input(run.input)
-        if options.checkpoint_id and run.last_seq <= 2:  # a fork, on the first attempt
-            config["configurable"]["checkpoint_id"] = options.checkpoint_id
+        if options.not_before is not None and run.last_seq <= 2:
+            due = options.not_before - dt.datetime.now(dt.UTC)
+            if due.total_seconds() > 0:
+                # `after_seconds`: a timer wait, so the run holds no worker meanwhile
+                spec = WaitSpec(interrupt_id=AFTER, kind="timer", wake_at=options.not_before)
+                return Parked([spec])
         meter = self.meter
         if run.last_seq > 2:
             closed = await self._runtime_answers(meter)
@@ -216,15 +223,27 @@ class Execution:
                 return BudgetStop(closed, state.values)
         # A first claim has exactly two events (created, started); more means an earlier
         # attempt, a drain or a wait happened, and the thread holds this run's checkpoints.
+        resumed = False
         if run.last_seq > 2:
             state = await graph.aget_state(config)
             if state.metadata and state.metadata.get("run_id") == run.id:
+                resumed = True
                 translator.logged_tasks = await logged_tasks(self.store, run)
                 for lost in await missing_updates(graph, state, run.id, translator.logged_tasks):
                     sink.put(lost)
                 graph_input = await self._continuation(state, sink)
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
+        if options.rollback_of and not resumed:
+            # multitask_strategy=rollback: start from before the run it replaced (which
+            # has ended: runs of a thread go one at a time)
+            fork = await before_run(graph, config, options.rollback_of)
+            if fork is NO_CHECKPOINT:
+                await self.store.checkpointer().adelete_thread(run.thread_id)
+            elif fork is not None:
+                config["configurable"]["checkpoint_id"] = fork
+        if options.checkpoint_id and not resumed:  # a fork, until the run has its own
+            config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None
         keeper = _Keeper(options, sink, translator)
         try:
@@ -696,3 +715,20 @@ def _interrupt(item: Any) -> dict[str, Any]:
         "id": getattr(item, "id", None),
         "response_schema": schema if isinstance(schema, dict) else None,
     }
+
+
+NO_CHECKPOINT = "no checkpoint"
+
+
+async def before_run(graph: Any, config: Any, run_id: str) -> str | None:
+    """The newest checkpoint of the thread that ``run_id`` did not write: where the thread
+    was before that run. ``None`` when the run wrote none (nothing to undo), and
+    ``NO_CHECKPOINT`` when every checkpoint is that run's (the thread was empty)."""
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    wrote = False
+    async for state in graph.aget_state_history(thread):
+        if (state.metadata or {}).get("run_id") == run_id:
+            wrote = True
+            continue
+        return str(state.config["configurable"]["checkpoint_id"]) if wrote else None
+    return NO_CHECKPOINT if wrote else None

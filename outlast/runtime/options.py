@@ -10,6 +10,7 @@ worker, runs it the same way.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ class RunOptions:
     durability: str | None = None
     checkpoint_id: str | None = None
     command: dict[str, Any] | None = None
+    not_before: dt.datetime | None = None  # `after_seconds`, from acceptance
+    rollback_of: str | None = None  # multitask_strategy=rollback: the run it undoes
 
     @classmethod
     def of(cls, run: Run) -> RunOptions:
@@ -46,6 +49,10 @@ class RunOptions:
             durability=raw.get("durability"),
             checkpoint_id=raw.get("checkpoint_id"),
             command=raw.get("command"),
+            not_before=dt.datetime.fromisoformat(raw["not_before"])
+            if raw.get("not_before")
+            else None,
+            rollback_of=raw.get("rollback_of"),
         )
 
     def stream_modes(self) -> list[str]:

@@ -108,6 +108,12 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         "durability": _durability(body),
         "checkpoint_id": fork,
         "command": body.command.model_dump(exclude_unset=True) if body.command else None,
+        "not_before": (now + dt.timedelta(seconds=body.after_seconds)).isoformat()
+        if body.after_seconds
+        else None,
+        "rollback_of": await _rolled_back(ctx, thread_id)
+        if body.multitask_strategy == "rollback"
+        else None,
     }
     graph = assistant.graph_id
     model = ctx.registry.model_for(graph, merged)
@@ -133,6 +139,15 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         new, draft, strategy=body.multitask_strategy, supersede_reason=SUPERSEDED
     )
     return await found(ctx, lg, run)
+
+
+async def _rolled_back(ctx: AppContext, thread_id: str) -> str | None:
+    """The run a ``rollback`` replaces: the thread's run in flight, if any (the new run
+    starts from before it; runtime/execution.py finds the checkpoint once it has ended)."""
+    latest = await ctx.store.latest_run(thread_id)
+    if latest is None or latest.status not in (RunStatus.RUNNING, RunStatus.CANCELLING):
+        return None
+    return latest.id
 
 
 def _fields(lg: LgRun) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
+from outlast.runtime.execution import AFTER
 from outlast.store import LgRun, Run, RunStatus, Thread
 from outlast.store.base import ANSWERABLE_KINDS as ANSWERABLE
 from outlast.store.base import system_assistant_id
@@ -93,6 +94,7 @@ class Found:
     run: Run
     latest: bool  # the outlast run's newest stretch
     asking: bool  # the outlast run waits for a client's answer
+    delayed: bool = False  # accepted with `after_seconds`, not yet due
 
 
 async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> Found:
@@ -117,8 +119,9 @@ async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> 
 async def found(ctx: AppContext, lg: LgRun, run: Run) -> Found:
     stretches = await ctx.store.lg_runs_of_run(run.id)
     latest = not stretches or stretches[-1].id == lg.id
-    asking = False
+    asking = delayed = False
     if run.status == RunStatus.WAITING:
         waits = await ctx.store.list_waits(run.id, "open")
         asking = any(w.kind in ANSWERABLE for w in waits)
-    return Found(lg, run, latest, asking)
+        delayed = any(w.interrupt_id == AFTER for w in waits)
+    return Found(lg, run, latest, asking, delayed)

@@ -23,7 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
 from outlast.api.lg.accept import start
-from outlast.api.lg.access import Conflict, Found, lg_run_or_404, thread_or_404
+from outlast.api.lg.access import Conflict, Found, graph_of, lg_run_or_404, thread_or_404
 from outlast.api.lg.follow import (
     cursor_of,
     final_body,
@@ -35,6 +35,7 @@ from outlast.api.lg.follow import (
 )
 from outlast.api.lg.schemas import BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
+from outlast.runtime.execution import NO_CHECKPOINT, before_run
 from outlast.store import RunStatus
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def _paths(f: Found) -> tuple[str, str]:
 
 
 def _status(f: Found) -> str:
-    return run_status(f.run, f.latest, f.asking)
+    return run_status(f.run, f.latest, f.asking, f.delayed)
 
 
 def _headers(f: Found, location: str) -> dict[str, str]:
@@ -290,6 +291,26 @@ async def _cancel(ctx: AppContext, f: Found, action: str) -> None:
         await ctx.store.request_cancel(f.run.id, reason)
     if action == "rollback":
         await ctx.store.lg_delete_runs_of(f.run.id)
+        await _undo(ctx, f)
+
+
+async def _undo(ctx: AppContext, f: Found) -> None:
+    """Put the thread back where it was before the run: once the run has stopped writing,
+    a copy of the checkpoint before it becomes the head (or the thread is emptied when
+    the run wrote every checkpoint). A run that does not stop within
+    ``OUTLAST_RESULT_WAIT_MAX`` is left as it is."""
+    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
+    run = await ctx.store.get_run(f.run.id)
+    if run is None or not run.terminal:
+        return
+    graph = graph_of(ctx, run.graph)
+    config: Any = {"configurable": {"thread_id": run.thread_id}}
+    before = await before_run(graph, config, run.id)
+    if before == NO_CHECKPOINT:
+        await ctx.store.checkpointer().adelete_thread(run.thread_id)
+    elif before is not None:
+        at = {"configurable": {"thread_id": run.thread_id, "checkpoint_id": before}}
+        await graph.aupdate_state(at, None, as_node="__copy__")
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)

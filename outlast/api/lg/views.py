@@ -24,12 +24,13 @@ from outlast.store import LgRun, Run, RunStatus, Thread
 _BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
 
 
-def run_status(run: Run, latest: bool, asking: bool) -> str:
+def run_status(run: Run, latest: bool, asking: bool, delayed: bool = False) -> str:
     """The status of a LangGraph run that is a stretch of ``run``; ``latest`` says whether
-    it is the run's newest stretch (an older one ended where the run asked something)."""
+    it is the run's newest stretch (an older one ended where the run asked something);
+    ``delayed``: it waits for its ``after_seconds``."""
     if not latest:
         return "success"
-    if run.status == RunStatus.QUEUED:
+    if run.status == RunStatus.QUEUED or delayed:
         return "pending"
     if run.status in (RunStatus.RUNNING, RunStatus.CANCELLING):
         return "running"
