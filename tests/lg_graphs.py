@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 
@@ -216,3 +218,27 @@ def _build_memory() -> Any:
 
 
 memory = _build_memory()
+
+
+@dataclass
+class GreetContext:
+    user: str = "nobody"
+
+
+class GreetState(TypedDict, total=False):
+    greeting: str
+
+
+async def _greet(state: GreetState, runtime: Runtime[GreetContext]) -> dict[str, Any]:
+    return {"greeting": f"hello {runtime.context.user}"}
+
+
+def _build_context() -> Any:
+    b = StateGraph(GreetState, context_schema=GreetContext)
+    b.add_node("greet", _greet)
+    b.add_edge(START, "greet")
+    b.add_edge("greet", END)
+    return b.compile()
+
+
+context = _build_context()

@@ -507,3 +507,60 @@ async def test_a_proxy_cut_mid_stream_is_rejoined_by_the_sdk(store: Store) -> No
         await proxy.close()
         whole = await replay(get_client(url=srv.url), thread, created[0]["run_id"])
         assert parts(seen) == parts(whole)  # metadata once, then every event once
+
+
+async def test_context_fork_and_durability_options(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        greeted = await client.runs.wait(None, "lg_context", input={}, context={"user": "ana"})
+        assert greeted == {"greeting": "hello ana"}
+        thread = (await client.threads.create())["thread_id"]
+        say = {"messages": [{"role": "user", "content": "one"}]}
+        await client.runs.wait(thread, "lg_chat", input=say, durability="exit")
+        first = await client.threads.get_state(thread)
+        again = {"messages": [{"role": "user", "content": "two"}]}
+        await client.runs.wait(thread, "lg_chat", input=again)
+        assert len((await client.threads.get_state(thread))["values"]["messages"]) == 4
+        # regenerate from the first answer's checkpoint (what Agent Chat UI does)
+        forked = await client.runs.wait(
+            thread,
+            "lg_chat",
+            input={"messages": [{"role": "user", "content": "other"}]},
+            checkpoint=first["checkpoint"],
+        )
+        texts = [m["content"] for m in forked["messages"]]
+        assert texts[-2:] == ["other", "echo(other) w0 w1 w2 w3 w4 w5"] and "two" not in texts
+
+
+async def test_closing_a_stream_cancels_only_when_the_client_asked(store: Store) -> None:
+    slow = {"configurable": {"steps": 40, "delay": 0.1}}
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        for choice, expected in (("continue", "success"), ("cancel", "interrupted")):
+            thread = (await client.threads.create())["thread_id"]
+            created: list[Any] = []
+            stream = client.runs.stream(
+                thread,
+                "lg_slow",
+                input={},
+                config=slow,
+                stream_mode="updates",
+                on_disconnect=choice,
+                on_run_created=created.append,
+            )
+            async for part in stream:
+                if part.event == "updates":
+                    break  # the client goes away mid-run
+            await stream.aclose()
+            run_id = created[0]["run_id"]
+            if choice == "continue":
+                await client.runs.join(thread, run_id)
+            else:
+                native = await _native_until_terminal(srv.client, run_id)
+                assert native == "cancelled"
+            assert (await client.runs.get(thread, run_id))["status"] == expected
+
+
+async def _native_until_terminal(http: httpx.AsyncClient, run_id: str) -> str:
+    answer = await http.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
+    return str(answer.json()["status"])

@@ -145,7 +145,12 @@ class GraphRegistry:
                     raise GraphLoadError(f"cannot load {path}")
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[mod_name] = module
-                spec.loader.exec_module(module)
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    # a half-run module must not stand in for the file next time
+                    del sys.modules[mod_name]
+                    raise
         else:
             if str(self._base) not in sys.path:
                 sys.path.insert(0, str(self._base))
