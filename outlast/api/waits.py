@@ -18,12 +18,11 @@ from outlast.api.edge import check_size, checked_key, ctx_of, get_run_or_404
 from outlast.api.runs import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
+from outlast.store.base import ANSWERABLE_KINDS
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["waits"])
 
-# Waits that a client answers; the others end by themselves or by a signal.
-ANSWERABLE = {"human", "auth", "budget", "reconciliation"}
 _HOW = {
     "timer": "it ends at its time",
     "external": "it ends when the provider's job is done",
@@ -66,7 +65,7 @@ async def answer_wait(
     await get_run_or_404(ctx, run_id)
     wait = await ctx.store.get_wait(run_id, body.wait_id)
     if wait.status == "open":
-        if wait.kind not in ANSWERABLE:
+        if wait.kind not in ANSWERABLE_KINDS:
             raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
         _validate(wait.schema, body.value)
     _, fresh = await ctx.store.answer(run_id, wait.id, body.value, "input", idempotency_key)
