@@ -1,7 +1,7 @@
 """The benchmark suite: every measurement of outlast in one command, next to its aim.
 
-    .venv/bin/python bench/suite.py            # defaults: about 10 minutes on 2 cores
-    .venv/bin/python bench/suite.py --quick    # a smoke run of about 2 minutes
+    .venv/bin/python bench/suite.py            # defaults: about 12 minutes on 2 cores
+    .venv/bin/python bench/suite.py --quick    # a smoke run of about 3 minutes
     .venv/bin/python bench/suite.py --only stream,recovery --repeat 5
 
 Results go to bench/results/suite.json (every figure, every repetition) and
@@ -91,7 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__.split("\n", 1)[0], formatter_class=argparse.RawTextHelpFormatter
     )
     p.add_argument("--database-url", default=benchkit.ADMIN_URL, help="admin connection")
-    p.add_argument("--quick", action="store_true", help="small sizes, one repetition (~2 min)")
+    p.add_argument("--quick", action="store_true", help="small sizes, one repetition (~3 min)")
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SECTIONS)}")
     p.add_argument("--levels", default="10,50", help="throughput: runs in flight, comma-separated")
     p.add_argument(

@@ -26,6 +26,7 @@ from outlast.api.lg.access import (
     find_thread,
     found,
 )
+from outlast.api.lg.assistants import resolve_assistant
 from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
 from outlast.api.waits import _validate
@@ -44,8 +45,6 @@ _POSITION_KEYS = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map
 
 
 async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: str | None) -> Found:
-    from outlast.api.lg.assistants import resolve_assistant
-
     try:
         modes = body.modes()
     except ValueError as exc:

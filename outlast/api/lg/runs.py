@@ -23,7 +23,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
 from outlast.api.lg.accept import start
-from outlast.api.lg.access import Conflict, Found, graph_of, lg_run_or_404, thread_or_404
+from outlast.api.lg.access import (
+    Conflict,
+    Found,
+    Unprocessable,
+    found,
+    graph_of,
+    lg_run_or_404,
+    thread_or_404,
+)
 from outlast.api.lg.follow import (
     cursor_of,
     final_body,
@@ -204,8 +212,6 @@ async def list_runs(
         run = await ctx.store.get_run(lg.run_id)
         if run is None:
             continue
-        from outlast.api.lg.access import found
-
         f = await found(ctx, lg, run)
         view = run_json(lg, run, _status(f))
         if status is None or view["status"] == status:
@@ -278,8 +284,6 @@ async def cancel_run(
     run = await ctx.store.get_run(f.run.id)
     if run is None:
         return Response(status_code=204)
-    from outlast.api.lg.access import found
-
     body = await final_body(ctx, await found(ctx, f.lg, run))
     base, _ = _paths(f)
     return JSONResponse(body, headers={"Location": f"{base}/join"})
@@ -375,8 +379,6 @@ async def cancel_many(
     """By thread and run ids, or every pending/running run of the caller."""
     ctx = ctx_of(request)
     if (body.run_ids is not None) == (body.status is not None):
-        from outlast.api.lg.access import Unprocessable
-
         raise Unprocessable("give either thread_id with run_ids, or status")
     if body.run_ids is not None:
         for run_id in body.run_ids:

@@ -7,6 +7,7 @@ records of one fact drift): they are read from the latest run and the saver each
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import defaultdict
 from typing import Annotated, Any
@@ -41,6 +42,7 @@ from outlast.api.lg.schemas import (
 from outlast.api.lg.views import state_json, thread_json, thread_status
 from outlast.jsonable import to_jsonable
 from outlast.store import RunStatus, Thread
+from outlast.store.lgthreads import contains
 
 router = APIRouter(tags=["langgraph"])
 ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
@@ -119,8 +121,6 @@ async def search_threads(
 
 
 def _has(values: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    from outlast.store.lgthreads import contains
-
     return contains(values, wanted)
 
 
@@ -188,8 +188,6 @@ async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
 
 def _as_graph(thread: Thread, like: Thread) -> Thread:
     """A copy has no runs of its own: read it with the graph of its original."""
-    import dataclasses
-
     graph = like.run_graph or like.metadata.get("graph_id")
     return dataclasses.replace(thread, run_graph=graph if isinstance(graph, str) else None)
 
