@@ -32,7 +32,10 @@ async def test_the_thread_stream_follows_every_run_and_resumes_by_id(store: Stor
                     return
 
         task = asyncio.create_task(follow())
-        await client.runs.wait(thread, "lg_hitl", input={"topic": "a"})
+        first = await client.runs.create(
+            thread, "lg_hitl", input={"topic": "a"}, stream_mode=["values", "updates"]
+        )
+        await client.runs.join(thread, first["run_id"])
         await client.runs.wait(thread, "lg_hitl", command={"resume": "ok"})
         await client.runs.wait(
             thread, "lg_chat", input={"messages": [{"role": "user", "content": "x"}]}

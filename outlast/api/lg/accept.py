@@ -44,7 +44,16 @@ SUPERSEDED = "superseded: new input on an interrupted thread discarded its pendi
 _POSITION_KEYS = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map")
 
 
-async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: str | None) -> Found:
+async def start(
+    ctx: AppContext,
+    thread_id: str | None,
+    body: RunCreate,
+    key: str | None,
+    streamed: bool = False,
+) -> Found:
+    """A stateless run (``thread_id`` None) gets a new thread, made with the run (its id
+    is not part of the idempotency fingerprint: a retry gets the same run and thread).
+    ``streamed``: the response streams the run (its modes are kept in the log)."""
     try:
         modes = body.modes()
     except ValueError as exc:
@@ -61,19 +70,19 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         )
     assistant = await resolve_assistant(ctx, body.assistant_id)
     check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
-    if thread_id is None:
+    stateless = thread_id is None
+    if stateless:
         if body.resumes():
             raise BadRequest("You must provide a thread_id when resuming.")
-        thread_id = str(uuid.uuid4())
-        await ctx.store.lg_create_thread(thread_id, ctx.principal, {})
     else:
+        assert thread_id is not None
         await _thread_for_run(ctx, thread_id, body.if_not_exists)
     kwargs = _kwargs(body, modes)
     now = dt.datetime.now(dt.UTC)
     draft = LgRun(
         id=str(uuid.uuid4()),
         run_id="",
-        thread_id=thread_id,
+        thread_id=thread_id or "",
         principal=ctx.principal,
         assistant_id=assistant.assistant_id,
         from_seq=0,
@@ -83,7 +92,7 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         created_at=now,
         idempotency_key=key,
     )
-    if body.resumes():
+    if thread_id is not None and body.resumes():
         resumed = await _resume(ctx, thread_id, body, draft)
         if resumed is not None:
             return resumed
@@ -99,7 +108,11 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         raise Unprocessable(f"config: {exc}") from None
     context = {**assistant.context, **(body.context or {})}
     options: dict[str, Any] = {
-        "keep": sorted(set(modes) & KEPT_MODES),
+        # what a stream will read: a /wait or a create that names no mode reads the
+        # result, not the log (a later join still has updates, messages and custom)
+        "keep": sorted(set(modes) & KEPT_MODES)
+        if streamed or "stream_mode" in body.model_fields_set
+        else [],
         "subgraphs": body.stream_subgraphs,
         "interrupt_before": body.interrupt_before,
         "interrupt_after": body.interrupt_after,
@@ -111,7 +124,7 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         if body.after_seconds
         else None,
         "rollback_of": await _rolled_back(ctx, thread_id)
-        if body.multitask_strategy == "rollback"
+        if thread_id is not None and body.multitask_strategy == "rollback"
         else None,
     }
     graph = assistant.graph_id
@@ -120,7 +133,7 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         RunRequest(
             graph=graph,
             input=body.input,
-            thread_id=thread_id,
+            thread_id=thread_id,  # None: new_run makes one (outside the fingerprint)
             config=merged,
             metadata=body.metadata,
             budget=resolve_budget(None, ctx.settings.budget_defaults, ctx.settings.budget_caps),
@@ -133,7 +146,7 @@ async def start(ctx: AppContext, thread_id: str | None, body: RunCreate, key: st
         principal=ctx.principal,
     )
     await admit(ctx, thread_id, key)
-    draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id})
+    draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
     lg, run, _ = await ctx.store.lg_create_run(
         new, draft, strategy=body.multitask_strategy, supersede_reason=SUPERSEDED
     )

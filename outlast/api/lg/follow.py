@@ -24,7 +24,7 @@ from outlast.api.lg.views import error_of, interrupt_json
 from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
 from outlast.api.sse import Gap, follow_log
 from outlast.jsonable import to_jsonable
-from outlast.store import Event, RunStatus
+from outlast.store import RunStatus
 from outlast.store.hub import STATUS, wait_for
 
 _FROM_START = {"", "-1", "-", "0"}
@@ -131,26 +131,19 @@ async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSe
 
 
 async def wait_until_over(ctx: AppContext, f: Found) -> Found:
-    """Until this LangGraph run is over (the run ended or asks for something)."""
-    upper = await _upper(ctx, f)
-    cursor = f.lg.from_seq
-    while not _over_before(f, cursor, upper):
-        over = False
-        log = follow_log(ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds)
-        async with contextlib.aclosing(log) as items:
-            async for item in items:
-                if not isinstance(item, Event):
-                    continue
-                if (upper is not None and item.seq > upper) or ends_stretch(item):
-                    over = True
-                    break
-                cursor = item.seq
-        run = await ctx.store.get_run(f.run.id)
-        if run is None:
-            return f
-        f = await found(ctx, f.lg, run)
-        if over:
-            break
+    """Until this LangGraph run is over: the run ended, or it asks a client for something
+    (or a later stretch exists). Woken by the run's status changes, as ``/v1`` result is:
+    a ``/wait`` reads no events."""
+    with ctx.store.hub.watch(STATUS, f.run.id) as changed:
+        while (
+            f.latest and not f.run.terminal and not (f.run.status == RunStatus.WAITING and f.asking)
+        ):
+            await wait_for(changed, 5.0)
+            changed.clear()
+            run = await ctx.store.get_run(f.run.id)
+            if run is None:
+                return f
+            f = await found(ctx, f.lg, run)
     return f
 
 

@@ -69,9 +69,13 @@ def _headers(f: Found, location: str) -> dict[str, str]:
 
 
 async def _create(
-    request: Request, thread_id: str | None, body: RunCreate, key: str | None
+    request: Request,
+    thread_id: str | None,
+    body: RunCreate,
+    key: str | None,
+    streamed: bool = False,
 ) -> Found:
-    return await start(ctx_of(request), thread_id, body, checked_key(key))
+    return await start(ctx_of(request), thread_id, body, checked_key(key), streamed)
 
 
 def _stream_response(
@@ -171,7 +175,7 @@ async def stream_run(
     body: Annotated[RunCreate, Body()],
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
-    f = await _create(request, thread_id, body, idempotency_key)
+    f = await _create(request, thread_id, body, idempotency_key, streamed=True)
     return _stream_response(
         ctx_of(request),
         f,
@@ -349,7 +353,7 @@ async def stream_stateless(
     body: Annotated[RunCreate, Body()],
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
-    f = await _create(request, None, body, idempotency_key)
+    f = await _create(request, None, body, idempotency_key, streamed=True)
     return _stream_response(
         ctx_of(request),
         f,
