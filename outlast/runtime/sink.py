@@ -31,8 +31,9 @@ from outlast.store import EventDraft, Lease, Store
 log = logging.getLogger(__name__)
 
 _RETRIES = 5
-# Events that end a step: a checkpoint write follows them closely.
-_STEP_ENDS = frozenset({"node.updated"})
+# Events that end a step: a checkpoint write follows them closely (``stream``: the state
+# after a step a LangGraph client asked for, emitted as the next step's writes go out).
+_STEP_ENDS = frozenset({"node.updated", "stream"})
 
 
 class SinkClosed(Exception):

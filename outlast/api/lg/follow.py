@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -143,7 +144,12 @@ async def wait_until_over(ctx: AppContext, f: Found) -> Found:
             run = await ctx.store.get_run(f.run.id)
             if run is None:
                 return f
-            f = await found(ctx, f.lg, run)
+            # only a run that waits can have asked something, or been resumed since
+            f = (
+                await found(ctx, f.lg, run)
+                if run.status == RunStatus.WAITING
+                else replace(f, run=run)
+            )
     return f
 
 
