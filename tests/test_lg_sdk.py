@@ -9,6 +9,7 @@ must have seen exactly that, nothing missing and nothing twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -564,3 +565,19 @@ async def test_closing_a_stream_cancels_only_when_the_client_asked(store: Store)
 async def _native_until_terminal(http: httpx.AsyncClient, run_id: str) -> str:
     answer = await http.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
     return str(answer.json()["status"])
+
+
+async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        paused = await client.runs.wait(thread, "auth", input={})
+        assert "__interrupt__" in paused
+        secret = {"token": "s3cr3t-token-value"}
+        resumed = await client.runs.create(thread, "auth", command={"resume": secret})
+        await client.runs.join(thread, resumed["run_id"])
+        shown = [await client.runs.get(thread, resumed["run_id"]), *await client.runs.list(thread)]
+        assert "s3cr3t" not in json.dumps(shown), shown
+        log = (await srv.client.get(f"/v1/runs/{resumed['outlast_run_id']}/events")).text
+        ended = [line for line in log.splitlines() if '"wait.ended"' in line]
+        assert ended and all("s3cr3t" not in line for line in ended)

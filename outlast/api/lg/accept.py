@@ -235,6 +235,11 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
         wait = next(w for w in waits if w.id == wait_id)
         check_size(value, ctx.settings.max_answer_bytes, "the resume value", "max_answer_bytes")
         _validate(wait.schema, value)
+    if any(w.kind == "auth" for w in waits if w.id in answers):
+        # a credential goes to the run through its wait row, never into a record that
+        # clients read back (the Run's kwargs), as wait.ended redacts it on /v1
+        command = {**(draft.kwargs.get("command") or {}), "resume": "(redacted)"}
+        draft = LgRun(**{**_fields(draft), "kwargs": {**draft.kwargs, "command": command}})
     lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
     run = await ctx.store.get_run(latest.id)
     if run is None:  # pragma: no cover - deleted under us
