@@ -173,3 +173,37 @@ async def test_after_seconds_delays_the_start_without_holding_a_worker(store: St
         assert dt.datetime.fromisoformat(started[1]["time"]) >= deadline
         created = dt.datetime.fromisoformat(events[0]["time"])
         assert deadline - created >= dt.timedelta(seconds=0.9)
+
+
+async def test_the_legacy_messages_mode_sends_the_message_so_far(store: Store) -> None:
+    settings = make_settings(message_flush_interval=0.05)
+    async with serve(store, settings) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        created: list[Any] = []
+        live = [
+            p
+            async for p in client.runs.stream(
+                thread,
+                "lg_chat",
+                input={"messages": [{"role": "user", "content": "hi"}]},
+                config={"configurable": {"delay": 0.03, "words": 12}},
+                stream_mode="messages",
+                on_run_created=created.append,
+            )
+        ]
+        partial = [p for p in live if p.event == "messages/partial"]
+        assert [p.event for p in live].count("messages/metadata") == 1
+        assert len(partial) >= 2, "the reply arrived in several chunks"
+        texts = [p.data[0]["content"] for p in partial]
+        assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+        assert texts[-1] == "echo(hi) " + " ".join(f"w{i}" for i in range(12))
+        # a rejoin after the first chunk goes on from what had been said
+        run_id = created[0]["run_id"]
+        rest = [
+            p
+            async for p in client.runs.join_stream(
+                thread, run_id, last_event_id=partial[0].id, stream_mode="messages"
+            )
+        ]
+        assert [p.data[0]["content"] for p in rest if p.event == "messages/partial"] == texts[1:]

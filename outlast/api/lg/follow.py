@@ -102,6 +102,8 @@ async def sse(
     if _over_before(f, cursor, upper):
         yield frame("end", {"status": f.run.status.value}, cursor)
         return
+    if "messages" in wire.modes and cursor > f.lg.from_seq:
+        await _prime(ctx, f, cursor, wire)
     log = follow_log(ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds, stopping)
     async with contextlib.aclosing(log) as items:
         async for item in items:
@@ -116,6 +118,19 @@ async def sse(
                 yield fr
             if ends_stretch(item):
                 return
+
+
+async def _prime(ctx: AppContext, f: Found, cursor: int, wire: Wire) -> None:
+    after = f.lg.from_seq
+    while after < cursor:
+        events = await ctx.store.read_events(f.run.id, after, 500)
+        for event in events:
+            if event.seq > cursor:
+                return
+            wire.prime(event)
+        if len(events) < 500:
+            return
+        after = events[-1].seq
 
 
 async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSentEvent]:

@@ -31,7 +31,7 @@ from outlast.store.base import system_assistant_id
 
 router = APIRouter(tags=["langgraph"])
 _CURSOR = re.compile(r"^(\d{1,18})(?:-(\d{1,18}))?$")
-_ALL = {"values", "updates", "messages", "messages-tuple", "custom", "tasks", "checkpoints"}
+_ALL = {"values", "updates", "messages-tuple", "custom", "tasks", "checkpoints"}
 _IDLE_POLL = 0.5  # a thread with no run in flight is looked at again this often
 
 

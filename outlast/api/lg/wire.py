@@ -15,7 +15,7 @@ run; a resume is the next). A failure is ``error {error, message}`` before ``end
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -51,12 +51,10 @@ def ends_stretch(event: Event) -> bool:
 
 
 def base_modes(modes: list[str]) -> set[str]:
-    """What a client asked for, as the log's vocabulary: ``messages`` and
-    ``messages-tuple`` are both the model's chunks."""
-    out = set(modes)
-    if out & {"messages", "messages-tuple"}:
-        out |= {"messages", "messages-tuple"}
-    return out
+    """What a client asked for. ``messages-tuple`` is the model's chunks as ``messages``
+    events; the legacy ``messages`` mode is ``messages/metadata`` then the message so far
+    (``messages/partial``); both come from the same ``message.delta`` log events."""
+    return set(modes)
 
 
 def _json(data: Any) -> str:
@@ -77,6 +75,8 @@ class Wire:
     assistant_id: str
     modes: set[str]
     subgraphs: bool
+    # the legacy `messages` mode's message so far, by message id
+    _partial: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _name(self, mode: str, ns: str) -> str | None:
         if ns and not self.subgraphs:
@@ -99,10 +99,13 @@ class Wire:
             name = self._name("updates", data.get("ns", ""))
             if name is not None:
                 out.append(frame(name, {data.get("node"): data.get("update")}, seq))
-        elif event.type == "message.delta" and "messages" in self.modes:
-            name = self._name("messages", data.get("ns", ""))
-            if name is not None:
+        elif event.type == "message.delta" and self.modes & {"messages", "messages-tuple"}:
+            ns = data.get("ns", "")
+            name = self._name("messages", ns)
+            if name is not None and "messages-tuple" in self.modes:
                 out.append(frame(name, self._message(data), seq))
+            if name is not None and "messages" in self.modes:
+                out.extend(self._legacy(data, ns, seq))
         elif event.type == "custom" and "custom" in self.modes:
             name = self._name("custom", data.get("ns", ""))
             if name is not None:
@@ -144,6 +147,36 @@ class Wire:
                 else None
             )
         return {**payload, "payload": enriched}
+
+    def prime(self, event: Event) -> None:
+        """A rejoin from the middle of a message: what it had said before the cursor, so
+        ``messages/partial`` goes on from there rather than from the cut."""
+        if event.type == "message.delta" and "messages" in self.modes:
+            self._accumulate(event.data)
+
+    def _accumulate(self, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        key = str(data.get("id"))
+        first = key not in self._partial
+        message = self._partial.setdefault(
+            key, {**_CHUNK_DEFAULTS, "type": "ai", "id": data.get("id"), "content": ""}
+        )
+        message["content"] += data.get("content", "")
+        if data.get("tool_call_chunks"):
+            message["tool_call_chunks"] = [
+                *message.get("tool_call_chunks", []),
+                *data["tool_call_chunks"],
+            ]
+        return message, first
+
+    def _legacy(self, data: dict[str, Any], ns: str, seq: Any) -> list[ServerSentEvent]:
+        message, first = self._accumulate(data)
+        out = []
+        suffix = f"|{ns}" if ns else ""
+        if first:
+            meta = {str(data.get("id")): {"metadata": self._message(data)[1]}}
+            out.append(frame(f"messages/metadata{suffix}", meta, seq))
+        out.append(frame(f"messages/partial{suffix}", [dict(message)], seq))
+        return out
 
     def _message(self, data: dict[str, Any]) -> list[Any]:
         chunk = {
