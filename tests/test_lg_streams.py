@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import json
 from typing import Any
 
@@ -196,7 +197,7 @@ async def test_the_legacy_messages_mode_sends_the_message_so_far(store: Store) -
         assert [p.event for p in live].count("messages/metadata") == 1
         assert len(partial) >= 2, "the reply arrived in several chunks"
         texts = [p.data[0]["content"] for p in partial]
-        assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+        assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
         assert texts[-1] == "echo(hi) " + " ".join(f"w{i}" for i in range(12))
         # a rejoin after the first chunk goes on from what had been said
         run_id = created[0]["run_id"]
