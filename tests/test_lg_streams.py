@@ -208,3 +208,35 @@ async def test_the_legacy_messages_mode_sends_the_message_so_far(store: Store) -
             )
         ]
         assert [p.data[0]["content"] for p in rest if p.event == "messages/partial"] == texts[1:]
+
+
+async def test_the_events_mode_is_langchains_astream_events(store: Store) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        created: list[Any] = []
+        live = [
+            p
+            async for p in client.runs.stream(
+                None,
+                "lg_chat",
+                input={"messages": [{"role": "user", "content": "hi"}]},
+                stream_mode="events",
+                on_run_created=created.append,
+            )
+        ]
+        kinds = [p.data["event"] for p in live if p.event == "events"]
+        assert "on_chain_start" in kinds and "on_chain_end" in kinds
+        assert "on_chat_model_stream" in kinds
+        tokens = "".join(
+            str(p.data["data"]["chunk"]["content"])
+            for p in live
+            if p.event == "events" and p.data["event"] == "on_chat_model_stream"
+        )
+        assert tokens == "echo(hi) w0 w1 w2 w3 w4 w5"
+        again = [
+            p
+            async for p in client.runs.join_stream(
+                created[0]["thread_id"], created[0]["run_id"], last_event_id="-1"
+            )
+        ]
+        assert [(p.event, p.id, p.data) for p in again] == [(p.event, p.id, p.data) for p in live]

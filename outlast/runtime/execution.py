@@ -44,6 +44,7 @@ from outlast.runtime import faults, metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
+from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.options import RunOptions
 from outlast.runtime.outcomes import (
     _PRIORITY,
@@ -246,6 +247,9 @@ class Execution:
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None
         keeper = _Keeper(options, sink, translator)
+        tap = EventsTap(sink) if "events" in options.keep else None
+        if tap is not None:
+            tap.attach(config)  # type: ignore[arg-type]
         try:
             parts: Any = graph.astream(  # type: ignore[call-overload]
                 graph_input,
@@ -257,6 +261,8 @@ class Execution:
                 control=self.control,
                 **options.astream_kwargs(),
             )
+            if tap is not None:
+                parts = tap.wrap(parts)
             async for part in parts:
                 keeper.keep(part)
                 if part["type"] == "values":
@@ -277,6 +283,9 @@ class Execution:
             if self.breach is None or self.stop_reason is not None:
                 raise
             return BudgetStop(self.breach.describe(), final)
+        finally:
+            if tap is not None:
+                await tap.close()
         if translator.interrupts:
             state = await graph.aget_state(config)
             if state.interrupts:

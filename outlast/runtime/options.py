@@ -21,7 +21,7 @@ from outlast.store import Run
 # LangGraph stream modes outlast logs only when a run asks for them: `updates`,
 # `custom` and model messages are always in the log (node.updated, custom,
 # message.delta); these are extra rows per step.
-KEPT_MODES = frozenset({"values", "updates", "tasks", "checkpoints", "debug"})
+KEPT_MODES = frozenset({"values", "updates", "tasks", "checkpoints", "debug", "events"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ STREAM_MODES = frozenset(
         "custom",
     }
 )
-UNSUPPORTED_MODES = frozenset({"events"})
+UNSUPPORTED_MODES: frozenset[str] = frozenset()
 
 _THREAD_ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
 
