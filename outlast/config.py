@@ -104,6 +104,12 @@ class Settings(BaseSettings):
     event_retention_count: int = Field(default=10_000, ge=1)
     event_retention_age: float = Field(default=30 * 86400.0, gt=0)
     retention_interval: float = Field(default=60.0, gt=0)
+    temporary_thread_ttl: float = Field(
+        default=300.0,
+        ge=0,
+        description="seconds after its run ended that the thread of a stateless LangGraph "
+        "run (on_completion=delete) is deleted, so a client can still read the run",
+    )
 
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
     cors_origins: list[str] = Field(

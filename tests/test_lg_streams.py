@@ -240,3 +240,24 @@ async def test_the_events_mode_is_langchains_astream_events(store: Store) -> Non
             )
         ]
         assert [(p.event, p.id, p.data) for p in again] == [(p.event, p.id, p.data) for p in live]
+
+
+async def test_a_stateless_runs_thread_is_deleted_after_it_ends_unless_kept(store: Store) -> None:
+    settings = make_settings(temporary_thread_ttl=0, retention_interval=0.2)
+    async with serve(store, settings) as srv:
+        client = get_client(url=srv.url)
+        gone = await client.runs.create(None, "lg_chat", input={"messages": []})
+        kept = await client.runs.create(
+            None, "lg_chat", input={"messages": []}, on_completion="keep"
+        )
+        for run in (gone, kept):
+            await client.runs.join(run["thread_id"], run["run_id"])
+        for _ in range(200):
+            if (await srv.client.get(f"/threads/{gone['thread_id']}")).status_code == 404:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the temporary thread was not deleted")
+        assert (await srv.client.get(f"/v1/runs/{gone['run_id']}")).status_code == 404
+        assert (await client.threads.get(kept["thread_id"]))["status"] == "idle"
+        assert (await client.threads.get_state(kept["thread_id"]))["values"]["messages"]

@@ -684,8 +684,20 @@ class Store(abc.ABC):
         (checkpoints are the saver's: the caller deletes them)."""
 
     @abc.abstractmethod
+    async def lg_expire_temporary(self, age: float) -> list[str]:
+        """Delete temporary threads (stateless runs with ``on_completion=delete``) whose
+        runs all ended more than ``age`` seconds ago, with their runs; returns their ids
+        (the caller deletes their checkpoints)."""
+
+    @abc.abstractmethod
     async def lg_create_run(
-        self, new: NewRun, lg: LgRun, *, strategy: str, supersede_reason: str
+        self,
+        new: NewRun,
+        lg: LgRun,
+        *,
+        strategy: str,
+        supersede_reason: str,
+        temporary: bool = False,
     ) -> tuple[LgRun, Run, bool]:
         """A new outlast run on a thread and its first LangGraph run, in one transaction
         serialized per thread. An active run of the thread is handled by ``strategy``

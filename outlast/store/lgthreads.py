@@ -159,8 +159,22 @@ class LangGraphOps(abc.ABC):
 
     # -- runs --------------------------------------------------------------------------
 
+    async def lg_expire_temporary(self, age: float) -> list[str]:
+        async with self._wtx() as tx:
+            ids = [r["thread_id"] for r in await tx.rows("lg_temporary_done", age=age)]
+            for thread_id in ids:
+                await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
+                await tx.rows("lg_thread_delete", thread_id=thread_id)
+            return ids
+
     async def lg_create_run(
-        self, new: NewRun, lg: LgRun, *, strategy: str, supersede_reason: str
+        self,
+        new: NewRun,
+        lg: LgRun,
+        *,
+        strategy: str,
+        supersede_reason: str,
+        temporary: bool = False,
     ) -> tuple[LgRun, Run, bool]:
         async with self._wtx() as tx:
             await tx.rows("thread_lock", thread_id=new.thread_id)
@@ -182,6 +196,8 @@ class LangGraphOps(abc.ABC):
                     if strategy == "rollback":
                         await tx.rows("lg_run_mark_deleted", run_id=active.id)
             run, created = await self._insert_run(tx, new)
+            if temporary:
+                await tx.rows("lg_thread_mark_temporary", thread_id=new.thread_id)
             rows = await _insert_lg(tx, lg)
             await _merge_metadata(
                 tx, new.thread_id, {"graph_id": new.graph, "assistant_id": lg.assistant_id}

@@ -148,7 +148,11 @@ async def start(
     await admit(ctx, thread_id, key)
     draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
     lg, run, created = await ctx.store.lg_create_run(
-        new, draft, strategy=body.multitask_strategy, supersede_reason=SUPERSEDED
+        new,
+        draft,
+        strategy=body.multitask_strategy,
+        supersede_reason=SUPERSEDED,
+        temporary=stateless and body.on_completion == "delete",
     )
     if created:  # a new run is its own only stretch, and asks nothing yet
         return Found(lg, run, latest=True, asking=False)

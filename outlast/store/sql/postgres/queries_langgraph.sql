@@ -90,3 +90,18 @@ ORDER BY r.pos DESC;
 
 -- name: lg_run_mark_deleted
 UPDATE outlast_lg_runs SET deleted = true WHERE run_id = %(run_id)s RETURNING id;
+
+-- name: lg_thread_mark_temporary
+UPDATE outlast_threads SET temporary = true WHERE thread_id = %(thread_id)s;
+
+-- name: lg_temporary_done
+-- Temporary threads whose runs all ended more than %(age)s seconds ago.
+SELECT t.thread_id FROM outlast_threads t
+WHERE t.temporary
+  AND NOT EXISTS (
+      SELECT 1 FROM outlast_runs r
+      WHERE r.thread_id = t.thread_id
+        AND (r.status NOT IN ('completed', 'failed', 'cancelled')
+             OR r.updated_at > now() - make_interval(secs => %(age)s::float8)))
+LIMIT 100
+FOR UPDATE OF t SKIP LOCKED;

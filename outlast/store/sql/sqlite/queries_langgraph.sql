@@ -88,3 +88,16 @@ ORDER BY r.pos DESC;
 
 -- name: lg_run_mark_deleted
 UPDATE outlast_lg_runs SET deleted = 1 WHERE run_id = :run_id RETURNING id;
+
+-- name: lg_thread_mark_temporary
+UPDATE outlast_threads SET temporary = 1 WHERE thread_id = :thread_id;
+
+-- name: lg_temporary_done
+SELECT t.thread_id FROM outlast_threads t
+WHERE t.temporary = 1
+  AND NOT EXISTS (
+      SELECT 1 FROM outlast_runs r
+      WHERE r.thread_id = t.thread_id
+        AND (r.status NOT IN ('completed', 'failed', 'cancelled')
+             OR r.updated_at > (julianday('now') - 2440587.5) * 86400.0 - :age))
+LIMIT 100;
