@@ -45,7 +45,8 @@ from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
-from outlast.runtime.options import RunOptions
+from outlast.runtime.keeper import Keeper
+from outlast.runtime.options import AFTER, NO_CHECKPOINT, RunOptions, before_run
 from outlast.runtime.outcomes import (
     _PRIORITY,
     CANCEL,
@@ -72,8 +73,6 @@ log = logging.getLogger(__name__)
 
 # The config key under which LangGraph looks for a parent Runtime (see `_stream`).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
-# The timer wait of a run accepted with `after_seconds`.
-AFTER = "after_seconds"
 
 
 class Execution:
@@ -246,7 +245,7 @@ class Execution:
         if options.checkpoint_id and not resumed:  # a fork, until the run has its own
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None
-        keeper = _Keeper(options, sink, translator)
+        keeper = Keeper(options, sink, translator)
         tap = EventsTap(sink) if "events" in options.keep else None
         if tap is not None:
             tap.attach(config)  # type: ignore[arg-type]
@@ -670,74 +669,3 @@ class Execution:
 
 
 _FINISHED = object()
-
-
-class _Keeper:
-    """Writes the LangGraph stream parts a run was asked to keep (``RunOptions.keep``) to
-    its log as ``stream`` events, in order with everything else the translator writes:
-    the stream a LangGraph client reads, live or after a rejoin, is this log."""
-
-    def __init__(self, options: RunOptions, sink: EventSink, translator: Translator) -> None:
-        self.keep_modes = options.keep
-        self.subgraphs = options.subgraphs
-        self.sink = sink
-        self.translator = translator
-        self.held: list[EventDraft] = []
-
-    def keep(self, part: dict[str, Any]) -> None:
-        mode = part["type"]
-        if not self.keep_modes or (part["ns"] and not self.subgraphs):
-            return
-        data = part["data"]
-        if mode == "updates":
-            # node updates are node.updated already; the interrupts are not
-            if not (isinstance(data, dict) and "__interrupt__" in data):
-                return
-            data = {"__interrupt__": [_interrupt(i) for i in data["__interrupt__"]]}
-        elif mode not in self.keep_modes:
-            return
-        event: dict[str, Any] = {"mode": mode, "ns": "|".join(part["ns"])}
-        event["data"] = data if mode == "updates" else to_jsonable(data)
-        if mode == "values" and part.get("interrupts"):
-            event["interrupts"] = [_interrupt(i) for i in part["interrupts"]]
-        self.translator.flush_messages()  # model deltas already streamed go first
-        if "interrupts" in event or mode == "updates":
-            # shown only once the run's waits exist (Store.park): a client that sees an
-            # interrupt may answer it at once
-            self.held.append(EventDraft("stream", event))
-            return
-        self.sink.put(EventDraft("stream", event))
-
-    def take_held(self) -> list[EventDraft]:
-        held, self.held = self.held, []
-        return held
-
-    def release_held(self) -> None:
-        for draft in self.take_held():
-            self.sink.put(draft)
-
-
-def _interrupt(item: Any) -> dict[str, Any]:
-    schema = getattr(item, "response_schema", None)
-    return {
-        "value": to_jsonable(getattr(item, "value", item)),
-        "id": getattr(item, "id", None),
-        "response_schema": schema if isinstance(schema, dict) else None,
-    }
-
-
-NO_CHECKPOINT = "no checkpoint"
-
-
-async def before_run(graph: Any, config: Any, run_id: str) -> str | None:
-    """The newest checkpoint of the thread that ``run_id`` did not write: where the thread
-    was before that run. ``None`` when the run wrote none (nothing to undo), and
-    ``NO_CHECKPOINT`` when every checkpoint is that run's (the thread was empty)."""
-    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
-    wrote = False
-    async for state in graph.aget_state_history(thread):
-        if (state.metadata or {}).get("run_id") == run_id:
-            wrote = True
-            continue
-        return str(state.config["configurable"]["checkpoint_id"]) if wrote else None
-    return NO_CHECKPOINT if wrote else None

@@ -93,3 +93,24 @@ def _send(target: Any) -> Any:
     if isinstance(target, dict) and "node" in target:
         return Send(target["node"], target.get("input"))
     return target
+
+
+# The timer wait of a run accepted with `after_seconds`.
+AFTER = "after_seconds"
+
+
+NO_CHECKPOINT = "no checkpoint"
+
+
+async def before_run(graph: Any, config: Any, run_id: str) -> str | None:
+    """The newest checkpoint of the thread that ``run_id`` did not write: where the thread
+    was before that run. ``None`` when the run wrote none (nothing to undo), and
+    ``NO_CHECKPOINT`` when every checkpoint is that run's (the thread was empty)."""
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    wrote = False
+    async for state in graph.aget_state_history(thread):
+        if (state.metadata or {}).get("run_id") == run_id:
+            wrote = True
+            continue
+        return str(state.config["configurable"]["checkpoint_id"]) if wrote else None
+    return NO_CHECKPOINT if wrote else None

@@ -12,7 +12,7 @@ from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
-from outlast.runtime.execution import AFTER
+from outlast.runtime.options import AFTER
 from outlast.store import LgRun, Run, RunStatus, Thread
 from outlast.store.base import ANSWERABLE_KINDS as ANSWERABLE
 from outlast.store.base import system_assistant_id

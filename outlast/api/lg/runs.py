@@ -43,7 +43,7 @@ from outlast.api.lg.follow import (
 )
 from outlast.api.lg.schemas import BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
-from outlast.runtime.execution import NO_CHECKPOINT, before_run
+from outlast.runtime.options import NO_CHECKPOINT, before_run
 from outlast.store import RunStatus
 
 log = logging.getLogger(__name__)
