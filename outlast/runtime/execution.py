@@ -46,7 +46,13 @@ from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.keeper import Keeper
-from outlast.runtime.options import AFTER, NO_CHECKPOINT, RunOptions, before_run
+from outlast.runtime.options import (
+    AFTER,
+    NO_CHECKPOINT,
+    RunOptions,
+    before_run,
+    restore_as_head,
+)
 from outlast.runtime.outcomes import (
     _PRIORITY,
     CANCEL,
@@ -240,8 +246,8 @@ class Execution:
             fork = await before_run(graph, config, options.rollback_of)
             if fork is NO_CHECKPOINT:
                 await self.store.checkpointer().adelete_thread(run.thread_id)
-            elif fork is not None:
-                config["configurable"]["checkpoint_id"] = fork
+            elif fork is not None:  # the head again, pending writes and all
+                await restore_as_head(self.store.checkpointer(), run.thread_id, fork)
         if options.checkpoint_id and not resumed:  # a fork, until the run has its own
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None

@@ -11,9 +11,12 @@ worker, runs it the same way.
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.checkpoint.base import copy_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.types import Command, Send
 
 from outlast.store import Run
@@ -114,3 +117,31 @@ async def before_run(graph: Any, config: Any, run_id: str) -> str | None:
             continue
         return str(state.config["configurable"]["checkpoint_id"]) if wrote else None
     return NO_CHECKPOINT if wrote else None
+
+
+async def restore_as_head(saver: Any, thread_id: str, checkpoint_id: str) -> None:
+    """Make a copy of checkpoint ``checkpoint_id`` the thread's head, its pending writes
+    included (``__copy__`` copies channel values only, and a step whose writes were saved
+    before its checkpoint would lose them)."""
+    source = await saver.aget_tuple(
+        {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+    )
+    head = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    if source is None or head is None:
+        return
+    checkpoint = copy_checkpoint(source.checkpoint)
+    checkpoint["id"] = str(uuid6())
+    checkpoint["ts"] = dt.datetime.now(dt.UTC).isoformat()
+    metadata: Any = {**source.metadata, "source": "update"}
+    stored = await saver.aput(head.config, checkpoint, metadata, checkpoint["channel_versions"])
+    by_task: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for task_id, channel, value in source.pending_writes or []:
+        by_task[task_id].append((channel, value))
+    for task_id, writes in by_task.items():
+        await saver.aput_writes(stored, writes, task_id)

@@ -43,7 +43,7 @@ from outlast.api.lg.follow import (
 )
 from outlast.api.lg.schemas import BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
-from outlast.runtime.options import NO_CHECKPOINT, before_run
+from outlast.runtime.options import NO_CHECKPOINT, before_run, restore_as_head
 from outlast.store import RunStatus
 
 log = logging.getLogger(__name__)
@@ -317,8 +317,7 @@ async def _undo(ctx: AppContext, f: Found) -> None:
     if before == NO_CHECKPOINT:
         await ctx.store.checkpointer().adelete_thread(run.thread_id)
     elif before is not None:
-        at = {"configurable": {"thread_id": run.thread_id, "checkpoint_id": before}}
-        await graph.aupdate_state(at, None, as_node="__copy__")
+        await restore_as_head(ctx.store.checkpointer(), run.thread_id, before)
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
