@@ -268,8 +268,10 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
         await _until(client, thread, run["run_id"], "running")
+        while not (await client.threads.get_state(thread))["values"].get("done"):
+            await asyncio.sleep(0.02)  # mid-run: a step done, 99 to go
         body = await client.runs.cancel(thread, run["run_id"], wait=True)
-        assert isinstance(body, dict) and len(body["done"]) < 100
+        assert isinstance(body, dict) and 0 < len(body["done"]) < 100
         shown = await client.runs.get(thread, run["run_id"])
         assert shown["status"] == "interrupted" and "cancel" in shown["cancel_reason"]
         native = (await srv.client.get(f"/v1/runs/{run['run_id']}")).json()
