@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from langgraph_sdk import get_client
 
+from tests.lg_util import follow_slow
 from tests.procs import kill, start_server
 
 pytestmark = pytest.mark.slow
@@ -30,21 +30,9 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
     try:
         client = get_client(url=url)
         thread = (await client.threads.create())["thread_id"]
-        seen: list[Any] = []
-        created: list[Any] = []
-
-        async def follow() -> None:
-            async for part in client.runs.stream(
-                thread,
-                "lg_slow",
-                input={},
-                config={"configurable": {"steps": 8, "delay": 0.25}},
-                stream_mode=["values", "updates"],
-                on_run_created=created.append,
-            ):
-                seen.append(part)
-
-        task = asyncio.create_task(follow())
+        follower = follow_slow(client, thread, steps=8, delay=0.25)
+        seen, task = follower.seen, follower.task
+        assert task is not None
         while sum(p.event == "updates" for p in seen) < 2:
             assert not task.done(), task
             await asyncio.sleep(0.02)
@@ -53,7 +41,7 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
         restarted, _ = start_server(db_url, tmp_path / "s2.log", port=port)
         await asyncio.wait_for(task, 60)
         assert len(seen) > before
-        run_id = created[0]["run_id"]
+        run_id = follower.run_id
         whole = [p async for p in client.runs.join_stream(thread, run_id, last_event_id="-1")]
         assert [(p.event, p.id, p.data) for p in seen[1:]] == [
             (p.event, p.id, p.data) for p in whole[1:]

@@ -23,6 +23,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 from outlast.store import Store
 from tests.browser import CutProxy
 from tests.harness import make_settings, serve
+from tests.lg_util import follow_slow
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 SYSTEM_CHAT = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lg_chat"))
@@ -487,28 +488,16 @@ async def test_a_proxy_cut_mid_stream_is_rejoined_by_the_sdk(store: Store) -> No
         await proxy.start()
         client = get_client(url=f"http://127.0.0.1:{proxy.port}")
         thread = (await client.threads.create())["thread_id"]
-        seen: list[Any] = []
-        created: list[Any] = []
-
-        async def follow() -> None:
-            async for part in client.runs.stream(
-                thread,
-                "lg_slow",
-                input={},
-                config={"configurable": {"steps": 12, "delay": 0.1}},
-                stream_mode=["values", "updates"],
-                on_run_created=created.append,
-            ):
-                seen.append(part)
-
-        task = asyncio.create_task(follow())
+        follower = follow_slow(client, thread, steps=12, delay=0.1)
+        seen, task = follower.seen, follower.task
+        assert task is not None
         while len(seen) < 6:
             await asyncio.sleep(0.02)
         await proxy.cut()
         await proxy.restore()  # the SDK retries after its backoff (about a second)
         await asyncio.wait_for(task, 60)
         await proxy.close()
-        whole = await replay(get_client(url=srv.url), thread, created[0]["run_id"])
+        whole = await replay(get_client(url=srv.url), thread, follower.run_id)
         assert parts(seen) == parts(whole)  # metadata once, then every event once
 
 
