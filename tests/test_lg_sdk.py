@@ -493,6 +493,7 @@ async def test_a_proxy_cut_mid_stream_is_rejoined_by_the_sdk(store: Store) -> No
         assert task is not None
         while len(seen) < 6:
             await asyncio.sleep(0.02)
+        assert not task.done() and seen[-1].event != "end"  # cut mid-run
         await proxy.cut()
         await proxy.restore()  # the SDK retries after its backoff (about a second)
         await asyncio.wait_for(task, 60)
