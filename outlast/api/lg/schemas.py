@@ -9,9 +9,9 @@ lone surrogates, non-finite numbers), as on ``/v1``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outlast.api.schemas import _check_storable
 
@@ -37,6 +37,12 @@ _THREAD_ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
+    @model_validator(mode="after")
+    def _storable(self) -> Self:
+        """Everything a body carries, checked once for what the store cannot keep."""
+        _check_storable(self.model_dump())
+        return self
+
 
 class SuperstepUpdate(_Lenient):
     values: dict[str, Any] | None = None
@@ -54,19 +60,6 @@ class ThreadCreate(_Lenient):
     ttl: Any = None
     supersteps: list[Superstep] | None = Field(default=None, max_length=100)
 
-    @field_validator("supersteps")
-    @classmethod
-    def _storable_steps(cls, value: Any) -> Any:
-        if value is not None:
-            _check_storable([step.model_dump() for step in value])
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        _check_storable(value)
-        return value
-
 
 class ThreadSearch(_Lenient):
     ids: list[str] | None = None
@@ -81,12 +74,6 @@ class ThreadSearch(_Lenient):
     sort_order: Literal["asc", "desc"] = "desc"
     select: list[str] | None = None
 
-    @field_validator("metadata", "values")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        _check_storable(value)
-        return value
-
 
 class ThreadCount(_Lenient):
     metadata: dict[str, Any] | None = None
@@ -97,12 +84,6 @@ class ThreadCount(_Lenient):
 class ThreadPatch(_Lenient):
     metadata: dict[str, Any] = Field(default_factory=dict)
     ttl: Any = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        _check_storable(value)
-        return value
 
 
 class CheckpointRef(_Lenient):
@@ -117,12 +98,6 @@ class StateUpdate(_Lenient):
     as_node: str | None = Field(default=None, max_length=200)
     checkpoint: CheckpointRef | None = None
     checkpoint_id: str | None = Field(default=None, max_length=200)
-
-    @field_validator("values")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        _check_storable(value)
-        return value
 
 
 class StateAtCheckpoint(_Lenient):
@@ -169,19 +144,6 @@ class RunCreate(_Lenient):
     strict_resume: bool = False
     webhook: str | None = None
     feedback_keys: list[str] | None = None
-
-    @field_validator("input", "config", "context", "metadata")
-    @classmethod
-    def _storable(cls, value: Any) -> Any:
-        _check_storable(value)
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _storable_command(cls, value: Command | None) -> Command | None:
-        if value is not None:
-            _check_storable(value.model_dump())
-        return value
 
     def modes(self) -> list[str]:
         """The requested modes; an empty list (useStream sends one) means ``values``."""
