@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import os
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,28 @@ def chromium() -> str:
     if os.environ.get("OUTLAST_REQUIRE_BROWSER") == "1":
         pytest.fail(message)
     pytest.skip(message)
+
+
+@contextlib.asynccontextmanager
+async def headless_page(width: int, height: int) -> AsyncIterator[Any]:
+    """A page in the system's Chromium, headless; the page's own JavaScript must never
+    fail (an uncaught error fails the test at the end)."""
+    executable = chromium()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            yield page
+        finally:
+            await browser.close()
+    assert errors == [], errors
 
 
 def screenshot_path(test: str, moment: str) -> Path:

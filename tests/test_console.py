@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from outlast.store import Store
-from tests.browser import CutProxy, chromium, screenshot_path
+from tests.browser import CutProxy, headless_page, screenshot_path
 from tests.harness import Server, make_settings, post_run, serve, wait_result
 
 pytestmark = pytest.mark.slow
@@ -29,22 +29,8 @@ def backend() -> str:
 
 @pytest.fixture
 async def page(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    executable = chromium()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        context = await browser.new_context(viewport={"width": 1280, "height": 900})
-        page = await context.new_page()
-        errors: list[str] = []  # the page's own JavaScript must never fail
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        try:
-            yield page
-        finally:
-            await browser.close()
-    assert errors == [], errors
+    async with headless_page(1280, 900) as page:
+        yield page
 
 
 @contextlib.asynccontextmanager

@@ -33,7 +33,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.browser import chromium, screenshot_path
+from tests.browser import headless_page, screenshot_path
 from tests.procs import kill, start_server
 
 pytestmark = pytest.mark.slow
@@ -360,22 +360,8 @@ async def until(page: Any, traffic: Traffic, what: str, waiting: Any) -> None:
 
 @pytest.fixture
 async def browser_page(page_origin: str) -> AsyncIterator[Any]:
-    executable = chromium()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        context = await browser.new_context(viewport={"width": 1000, "height": 800})
-        page = await context.new_page()
-        errors: list[str] = []  # the page's own JavaScript must never fail
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        try:
-            yield page
-        finally:
-            await browser.close()
-    assert errors == [], errors
+    async with headless_page(1000, 800) as page:
+        yield page
 
 
 def page_url(origin: str, api_url: str, assistant: str, **extra: Any) -> str:

@@ -94,3 +94,15 @@ def test_unknown_and_broken_graphs_are_clear_errors(project: Path) -> None:
     (project / "broken.json").write_text("{not json")
     with pytest.raises(GraphLoadError, match=r"langgraph\.json"):
         GraphRegistry.from_config(project / "broken.json")
+
+
+def test_a_file_that_failed_to_import_is_imported_again(tmp_path: Path) -> None:
+    """A half-run module must not stand in for the file: once the file is fixed, the
+    next registry of the process (a restarted app, a test server) loads it."""
+    graph_file = tmp_path / "flaky_graph.py"
+    graph_file.write_text("raise RuntimeError('not yet')\n" + SOURCE)
+    with pytest.raises(GraphLoadError, match="not yet"):
+        GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).get("g")
+    graph_file.write_text(SOURCE)
+    graph = GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).get("g")
+    assert graph.invoke({}) == {"x": 1}
