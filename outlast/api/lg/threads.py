@@ -297,15 +297,18 @@ async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list
         if before_id
         else None
     )
-    states = [
-        s
-        async for s in graph.aget_state_history(
-            {"configurable": configurable},
-            limit=query.limit,
-            before=before_config,
-            filter=query.metadata,
-        )
-    ]
+    try:
+        states = [
+            s
+            async for s in graph.aget_state_history(
+                {"configurable": configurable},
+                limit=query.limit,
+                before=before_config,
+                filter=query.metadata,
+            )
+        ]
+    except ValueError as exc:  # the saver refuses a filter key it cannot query by
+        raise Unprocessable(f"metadata filter: {exc}") from None
     return [state_json(s, thread.thread_id) for s in states]
 
 
