@@ -18,7 +18,7 @@ from outlast.api.edge import check_size, checked_key, ctx_of, get_run_or_404
 from outlast.api.runs import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
-from outlast.store.base import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["waits"])

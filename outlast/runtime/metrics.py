@@ -24,7 +24,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from outlast.store.base import RunStatus
+from outlast.vocabulary import RunStatus
 
 # `*_created` series (one per counter and histogram child) double the series count for a
 # timestamp Prometheus can infer from resets; process-wide, as prometheus_client allows.

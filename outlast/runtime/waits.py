@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import WAIT_KEY
 from outlast.store import WaitSpec
-from outlast.store.base import WAIT_KINDS
+from outlast.vocabulary import WAIT_KINDS
 
 
 def json_schema(schema: Any) -> dict[str, Any] | None:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from outlast.config import Settings
 from outlast.store.base import (
-    TERMINAL,
     Assistant,
     Effect,
     Event,
@@ -19,12 +18,12 @@ from outlast.store.base import (
     NewRun,
     Reaped,
     Run,
-    RunStatus,
     Store,
     Thread,
     Wait,
     WaitSpec,
 )
+from outlast.vocabulary import TERMINAL, RunStatus
 
 __all__ = [
     "TERMINAL",

@@ -14,28 +14,15 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
+
+from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
 
     from outlast.store.hub import Hub
-
-
-class RunStatus(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    WAITING = "waiting"
-    CANCELLING = "cancelling"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
-TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +129,6 @@ class Reaped:
     run_id: str
     status: RunStatus
     seq: int
-
-
-WAIT_KINDS = frozenset({"human", "external", "timer", "event", "auth", "budget", "reconciliation"})
-# Waits a client answers; the others (timer, external, event) end by themselves or by a
-# signal. A run waiting on one of these is "interrupted" for LangGraph's clients.
-ANSWERABLE_KINDS = frozenset({"human", "auth", "budget", "reconciliation"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,11 +40,11 @@ from outlast.store.base import (
     ListCursor,
     NewRun,
     Run,
-    RunStatus,
     Wait,
     WaitSpec,
 )
 from outlast.store.hub import EVENTS, QUEUE, STATUS, WAITS
+from outlast.vocabulary import RunStatus
 
 
 class Tx(Protocol):

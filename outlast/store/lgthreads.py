@@ -26,13 +26,13 @@ from outlast.store.base import (
     LgRun,
     NewRun,
     Run,
-    RunStatus,
     Thread,
     same_request,
     system_assistant_id,
 )
 from outlast.store.common import Tx, _answer, append_events
 from outlast.store.hub import CONTROL, QUEUE, STATUS
+from outlast.vocabulary import RunStatus
 
 BUSY = (
     "Thread is already running a task. Wait for it to finish or choose a different "

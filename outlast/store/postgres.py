@@ -30,7 +30,6 @@ from outlast.store.base import (
     NewRun,
     Reaped,
     Run,
-    RunStatus,
     Store,
     Wait,
     same_request,
@@ -50,6 +49,7 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations, queries
+from outlast.vocabulary import RunStatus
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"

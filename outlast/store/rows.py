@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from outlast.jsonable import to_jsonable
-from outlast.store.base import Effect, Event, Run, RunStatus, Wait
+from outlast.store.base import Effect, Event, Run, Wait
+from outlast.vocabulary import RunStatus
 
 
 def dumps(value: Any) -> str:

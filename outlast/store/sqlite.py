@@ -33,7 +33,6 @@ from outlast.store.base import (
     NewRun,
     Reaped,
     Run,
-    RunStatus,
     Store,
     Wait,
     same_request,
@@ -50,6 +49,7 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations, queries
+from outlast.vocabulary import RunStatus
 
 
 def _load(value: Any) -> Any:

@@ -35,7 +35,7 @@ from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.budget import resolve_budget
 from outlast.runtime.options import KEPT_MODES
 from outlast.store import LgRun, RunStatus, Wait
-from outlast.store.base import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"

@@ -14,9 +14,9 @@ from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
 from outlast.runtime.options import AFTER
 from outlast.store import LgRun, Run, RunStatus, Thread
-from outlast.store.base import ANSWERABLE_KINDS as ANSWERABLE
 from outlast.store.base import system_assistant_id
 from outlast.store.lgthreads import native
+from outlast.vocabulary import ANSWERABLE_KINDS as ANSWERABLE
 
 
 class ThreadNotFound(OutlastError):

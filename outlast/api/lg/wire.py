@@ -21,7 +21,7 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from outlast.store import Event
-from outlast.store.base import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS
 
 # LangGraph's message chunk shape (AIMessageChunk as the SDKs merge it by id).
 _CHUNK_DEFAULTS: dict[str, Any] = {

@@ -1,0 +1,114 @@
+"""The words outlast's parts share: event types, run and wait statuses, wait kinds, verdicts.
+
+One place so that the store, the runtime, the API (its pydantic ``Literal``s are derived
+from these), the terminal client and the web console cannot disagree about a name. The SQL
+files spell the same words as literals (a ``CHECK`` constraint, a CTE that appends an
+event); ``tests/test_vocabulary.py`` holds them, the console's JavaScript and the client to
+this list.
+
+The enums are ``StrEnum``s: a member *is* its string, so it compares equal to the value read
+back from a row or a JSON body, and it serializes as that string.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+# A run in one of these never changes again.
+TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+# A run in one of these holds (or is about to hold) a worker's lease.
+LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCELLING})
+
+
+class WaitStatus(StrEnum):
+    OPEN = "open"
+    ANSWERED = "answered"  # answered; the run has not resumed with the answer yet
+    RESUMED = "resumed"  # the run took the answer
+    WITHDRAWN = "withdrawn"  # the run ended before it took an answer
+
+
+class WaitKind(StrEnum):
+    HUMAN = "human"
+    EXTERNAL = "external"
+    TIMER = "timer"
+    EVENT = "event"
+    AUTH = "auth"
+    BUDGET = "budget"
+    RECONCILIATION = "reconciliation"
+
+
+WAIT_KINDS = frozenset(WaitKind)
+# Waits a client answers; the others (timer, external, event) end by themselves or by a
+# signal. A run waiting on one of these is "interrupted" for LangGraph's clients.
+ANSWERABLE_KINDS = frozenset(
+    {WaitKind.HUMAN, WaitKind.AUTH, WaitKind.BUDGET, WaitKind.RECONCILIATION}
+)
+
+
+class EventType(StrEnum):
+    """Every ``type`` an event in a run's log can have."""
+
+    # The run's life (store transitions).
+    RUN_CREATED = "run.created"
+    RUN_QUEUED = "run.queued"
+    RUN_STARTED = "run.started"
+    RUN_WAITING = "run.waiting"
+    RUN_RESUMED = "run.resumed"
+    RUN_REQUEUED = "run.requeued"
+    RUN_RELEASED = "run.released"
+    RUN_CANCELLING = "run.cancelling"
+    RUN_COMPLETED = "run.completed"
+    RUN_FAILED = "run.failed"
+    RUN_CANCELLED = "run.cancelled"
+    # What the graph did.
+    NODE_UPDATED = "node.updated"
+    MESSAGE_DELTA = "message.delta"
+    CUSTOM = "custom"
+    # A LangGraph stream part kept for the LangGraph face (runtime/keeper.py).
+    STREAM = "stream"
+    # Waiting.
+    WAIT_STARTED = "wait.started"
+    WAIT_RENEWED = "wait.renewed"
+    WAIT_ENDED = "wait.ended"
+    WAIT_PROBE_FAILED = "wait.probe_failed"
+    # The three clocks.
+    ACTIVITY = "activity"
+    SUPERVISOR_VERDICT = "supervisor.verdict"
+    BUDGET_CHECKPOINT = "budget.checkpoint"
+    # The effects ledger.
+    EFFECT_STARTED = "effect.started"
+    EFFECT_DONE = "effect.done"
+    EFFECT_FAILED = "effect.failed"
+    EFFECT_UNKNOWN = "effect.unknown"
+    EFFECT_REPLAYED = "effect.replayed"
+
+
+TERMINAL_EVENTS = frozenset(
+    {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
+)
+# The event type that ends a run in each terminal status.
+TERMINAL_EVENT_OF = {
+    RunStatus.COMPLETED: EventType.RUN_COMPLETED,
+    RunStatus.FAILED: EventType.RUN_FAILED,
+    RunStatus.CANCELLED: EventType.RUN_CANCELLED,
+}
+
+# Frames a stream sends that are not events of the log (they carry no seq of their own).
+GAP = "gap"  # the cursor is older than what retention kept
+SNAPSHOT = "snapshot"  # the run's current snapshot, sent right after a gap
+
+# What the supervisor can decide about a run whose activity lease expired.
+Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]
+VERDICTS: tuple[Verdict, ...] = ("renew", "close", "escalate", "remind", "change_strategy")
