@@ -105,9 +105,13 @@ TERMINAL_EVENT_OF = {
     RunStatus.CANCELLED: EventType.RUN_CANCELLED,
 }
 
-# Frames a stream sends that are not events of the log (they carry no seq of their own).
-GAP = "gap"  # the cursor is older than what retention kept
-SNAPSHOT = "snapshot"  # the run's current snapshot, sent right after a gap
+
+class Frame(StrEnum):
+    """Frames a stream sends that are not events of the log (no seq of their own)."""
+
+    GAP = "gap"  # the cursor is older than what retention kept
+    SNAPSHOT = "snapshot"  # the run's current snapshot, sent right after a gap
+
 
 # What the supervisor can decide about a run whose activity lease expired.
 Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]

@@ -20,8 +20,9 @@ from typing import Any
 
 from outlast.client.api import Api, Problem
 from outlast.client.display import Display
+from outlast.vocabulary import WaitKind
 
-ANSWERABLE = frozenset({"human", "auth"})
+ANSWERABLE = frozenset({WaitKind.HUMAN, WaitKind.AUTH})
 
 
 class LineReader:

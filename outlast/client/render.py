@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from outlast.client.sse import Event
+from outlast.vocabulary import EventType, Frame
 
 
 def compact(value: Any, limit: int = 200) -> str:
@@ -108,61 +109,79 @@ def event_line(event: Event) -> str | None:
     d = event.data
     reason = f": {d['reason']}" if d.get("reason") else ""
     match event.type:
-        case "run.created":
+        case EventType.RUN_CREATED:
             named = (("graph", "graph"), ("thread", "thread_id"))
             where = ", ".join(f"{label} {d[key]}" for label, key in named if d.get(key))
             return f"accepted ({where})" if where else "accepted"
-        case "run.started":
+        case EventType.RUN_STARTED:
             return f"started (attempt {d.get('attempt', '?')})"
-        case "run.resumed":
+        case EventType.RUN_RESUMED:
             return f"resumed from its last checkpoint (attempt {d.get('attempt', '?')})"
-        case "node.updated":
+        case EventType.NODE_UPDATED:
             return f"✓ {d.get('node', '?')}{_where(d)}"
-        case "custom":
+        case EventType.CUSTOM:
             return f"· {compact(d.get('data'))}{_where(d)}"
-        case "message.delta":
+        case EventType.MESSAGE_DELTA:
             return None
-        case "wait.started":
+        case EventType.WAIT_STARTED:
             wait = d.get("wait")
             return f"⏸ {wait_summary(wait if isinstance(wait, dict) else {})}"
-        case "wait.ended":
+        case EventType.WAIT_ENDED:
             value = f": {compact(d['value'])}" if d.get("value") is not None else ""
             if d.get("kind") == "auth" and value:
                 value = ": (credentials hidden)"
             return f"▶ wait ended ({d.get('how') or 'answered'}){value}"
-        case "activity":
+        case EventType.WAIT_RENEWED:
+            return f"wait {d.get('wait_id')} is still alive ({d.get('renewals')} renewal(s))"
+        case EventType.WAIT_PROBE_FAILED:
+            return (
+                f"probe of wait {d.get('wait_id')} failed ({d.get('failures')}×): {d.get('error')}"
+            )
+        case EventType.STREAM:
+            return None  # a LangGraph stream part; the events around it say the same
+        case EventType.ACTIVITY:
             note = f" — {d['note']}" if d.get("note") else ""
             return (
                 f"activity: {d.get('name')} ({d.get('kind')}, {d.get('health')}, "
                 f"{d.get('renewals', 0)} renewal(s)){note}"
             )
-        case "supervisor.verdict":
+        case EventType.SUPERVISOR_VERDICT:
             return f"supervisor (tier {d.get('tier')}): {d.get('verdict')} — {d.get('reason', '')}"
-        case "budget.checkpoint":
+        case EventType.BUDGET_CHECKPOINT:
             return (
                 f"budget: {d.get('level')} limit of {d.get('dimension')} reached "
                 f"({d.get('used')} of {d.get('limit')})"
             )
-        case "run.waiting":
+        case (
+            EventType.EFFECT_STARTED
+            | EventType.EFFECT_DONE
+            | EventType.EFFECT_FAILED
+            | EventType.EFFECT_UNKNOWN
+            | EventType.EFFECT_REPLAYED
+        ):
+            verb = event.type.removeprefix("effect.")
+            extra = " (reconciled)" if d.get("reconciled") else ""
+            return f"effect {d.get('tool', '?')}: {verb}{extra}"
+        case EventType.RUN_WAITING:
             count = d.get("waits")
             return f"waiting ({count} open wait{'s' if count != 1 else ''})" if count else "waiting"
-        case "run.queued":
+        case EventType.RUN_QUEUED:
             return f"queued{reason}"
-        case "run.cancelling":
+        case EventType.RUN_CANCELLING:
             return f"cancelling{reason}"
-        case "run.released":
+        case EventType.RUN_RELEASED:
             return f"released back to the queue{reason}"
-        case "run.requeued":
+        case EventType.RUN_REQUEUED:
             return f"requeued{reason}"
-        case "run.completed":
+        case EventType.RUN_COMPLETED:
             return "completed"
-        case "run.failed":
+        case EventType.RUN_FAILED:
             return f"failed: {error_text(d.get('error') or d)}"
-        case "run.cancelled":
+        case EventType.RUN_CANCELLED:
             return f"cancelled{reason}"
-        case "gap":
+        case Frame.GAP:
             return gap_line(d, event.seq)
-        case "snapshot":
+        case Frame.SNAPSHOT:
             return f"snapshot: status {d.get('status', '?')}, last seq {d.get('last_seq', '?')}"
         case _:
             return f"{event.type}: {compact(d)}"

@@ -12,22 +12,35 @@ from outlast.client.follow import follow
 from outlast.client.prompt import ANSWERABLE, LineReader, Prompter
 from outlast.client.render import compact, error_text, event_line, progress_node, result_text
 from outlast.client.sse import Event
+from outlast.vocabulary import ANSWERABLE_KINDS, EventType, Frame
 
-EXIT_CODES = {"run.completed": 0, "run.failed": 1, "run.cancelled": 2}
-_STYLES = {
-    "run.completed": "bold green",
-    "run.failed": "bold red",
-    "run.cancelled": "bold magenta",
-    "wait.started": "yellow",
-    "wait.ended": "yellow",
-    "gap": "bold yellow",
-    "run.requeued": "yellow",
-    "run.released": "yellow",
-    "node.updated": "green",
+EXIT_CODES: dict[str, int] = {
+    EventType.RUN_COMPLETED: 0,
+    EventType.RUN_FAILED: 1,
+    EventType.RUN_CANCELLED: 2,
+}
+_STYLES: dict[str, str] = {
+    EventType.RUN_COMPLETED: "bold green",
+    EventType.RUN_FAILED: "bold red",
+    EventType.RUN_CANCELLED: "bold magenta",
+    EventType.WAIT_STARTED: "yellow",
+    EventType.WAIT_ENDED: "yellow",
+    Frame.GAP: "bold yellow",
+    EventType.RUN_REQUEUED: "yellow",
+    EventType.RUN_RELEASED: "yellow",
+    EventType.NODE_UPDATED: "green",
 }
 # Waits a person ends with `outlast answer` (the client prompts only for human and auth).
-ANSWERED_BY_INPUT = frozenset({"human", "auth", "budget", "reconciliation"})
-_RUNNING = frozenset({"run.started", "run.resumed", "node.updated", "custom", "message.delta"})
+ANSWERED_BY_INPUT = ANSWERABLE_KINDS
+_RUNNING = frozenset(
+    {
+        EventType.RUN_STARTED,
+        EventType.RUN_RESUMED,
+        EventType.NODE_UPDATED,
+        EventType.CUSTOM,
+        EventType.MESSAGE_DELTA,
+    }
+)
 
 
 class Session:
@@ -50,7 +63,7 @@ class Session:
 
     def event(self, event: Event) -> None:
         d = event.data
-        if event.type == "message.delta":
+        if event.type == EventType.MESSAGE_DELTA:
             self._display.set_status("running")
             self._display.inline(str(d.get("content") or ""))
             return
@@ -58,15 +71,15 @@ class Session:
         self._track(event)
         line = event_line(event)
         if line is not None:
-            in_log = event.type not in ("gap", "snapshot")
+            in_log = event.type not in (Frame.GAP, Frame.SNAPSHOT)
             self._display.line(
                 line, style=_STYLES.get(event.type), seq=event.seq if in_log else None
             )
-        if event.type == "wait.started" and isinstance(d.get("wait"), dict):
+        if event.type == EventType.WAIT_STARTED and isinstance(d.get("wait"), dict):
             self._wait_started(d["wait"], event.seq)
-        elif event.type == "wait.ended":
+        elif event.type == EventType.WAIT_ENDED:
             self._prompter.wait_ended(d.get("wait_id"))
-        elif event.type == "snapshot":
+        elif event.type == Frame.SNAPSHOT:
             # After a gap the waits' own events may be among the pruned ones.
             for wait in open_waits(d):
                 self._wait_started(wait, None)
@@ -77,16 +90,16 @@ class Session:
             display.set_status("running")
         elif isinstance(d.get("status"), str):
             display.set_status(d["status"])
-        if event.type == "node.updated" and d.get("node"):
+        if event.type == EventType.NODE_UPDATED and d.get("node"):
             display.node = str(d["node"])
-        elif event.type == "custom":
+        elif event.type == EventType.CUSTOM:
             display.node = progress_node(event) or display.node
-        elif event.type == "wait.started" and isinstance(d.get("wait"), dict):
+        elif event.type == EventType.WAIT_STARTED and isinstance(d.get("wait"), dict):
             self._waits[d["wait"].get("id")] = d["wait"]
             display.set_status("waiting")
-        elif event.type == "wait.ended":
+        elif event.type == EventType.WAIT_ENDED:
             self._waits.pop(d.get("wait_id"), None)
-        elif event.type == "snapshot":
+        elif event.type == Frame.SNAPSHOT:
             self._waits = {w.get("id"): w for w in open_waits(d)}
         if event.terminal:
             self._waits.clear()
@@ -119,10 +132,10 @@ def open_waits(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
 def report(terminal: Event) -> int:
     """The outcome: the result on stdout (it is what a script wants), the rest on stderr."""
     d = terminal.data
-    if terminal.type == "run.completed":
+    if terminal.type == EventType.RUN_COMPLETED:
         sys.stdout.write(result_text(d.get("result")) + "\n")
         sys.stdout.flush()
-    elif terminal.type == "run.failed":
+    elif terminal.type == EventType.RUN_FAILED:
         sys.stderr.write(f"run failed: {error_text(d.get('error') or d)}\n")
     else:
         sys.stderr.write(f"run cancelled: {d.get('reason') or 'no reason given'}\n")

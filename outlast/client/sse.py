@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled"})
+from outlast.vocabulary import TERMINAL_EVENTS
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Event:
 
     @property
     def terminal(self) -> bool:
-        return self.type in TERMINAL
+        return self.type in TERMINAL_EVENTS
 
 
 def _event(sse_id: str | None, sse_type: str, raw: str) -> Event:

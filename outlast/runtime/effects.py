@@ -25,6 +25,7 @@ from outlast.nodes.waits import WAIT_KEY
 from outlast.runtime import faults
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EventDraft, Store
+from outlast.vocabulary import EventType
 
 BEFORE_CALL = "effect.before_call"
 AFTER_CALL = "effect.after_call"
@@ -83,14 +84,14 @@ class RunLedger:
                     "replay or repeat it"
                 )
             if row.status == "done":
-                self._event("effect.replayed", row)
+                self._event(EventType.EFFECT_REPLAYED, row)
                 return row.result
             if row.status != "failed" and not idempotent:
                 outcome = await self._unknown(row, stored_args, reconcile)
                 if outcome is not _CALL:
                     return outcome
             row = await self._store.effect_retry(self._run_id, key)
-        self._event("effect.started", row, attempt=row.calls)
+        self._event(EventType.EFFECT_STARTED, row, attempt=row.calls)
         faults.fault_point(BEFORE_CALL)
         try:
             result = await call(key)
@@ -98,18 +99,18 @@ class RunLedger:
             failed = await self._store.effect_finish(
                 self._run_id, key, "failed", error=f"{type(exc).__name__}: {exc}"
             )
-            self._event("effect.failed", failed, error=failed.error)
+            self._event(EventType.EFFECT_FAILED, failed, error=failed.error)
             raise
         faults.fault_point(AFTER_CALL)
         done = await self._store.effect_finish(self._run_id, key, "done", to_jsonable(result))
-        self._event("effect.done", done)
+        self._event(EventType.EFFECT_DONE, done)
         faults.fault_point(AFTER_DONE)
         return result
 
     async def _unknown(self, row: Effect, args: Any, reconcile: Reconcile | None) -> Any:
         """A non-idempotent call started and never finished: did it happen?"""
         row = await self._store.effect_finish(self._run_id, row.key, "unknown")
-        self._event("effect.unknown", row)
+        self._event(EventType.EFFECT_UNKNOWN, row)
         if reconcile is not None:
             answer = await reconcile(row.key, args)
             if isinstance(answer, tuple) and answer and answer[0] == "done":
@@ -117,7 +118,7 @@ class RunLedger:
                 done = await self._store.effect_finish(
                     self._run_id, row.key, "done", to_jsonable(result)
                 )
-                self._event("effect.done", done, reconciled=True)
+                self._event(EventType.EFFECT_DONE, done, reconciled=True)
                 return result
             return _CALL
         answer = interrupt(
@@ -139,7 +140,7 @@ class RunLedger:
             done = await self._store.effect_finish(
                 self._run_id, row.key, "done", to_jsonable(answer.get("result"))
             )
-            self._event("effect.done", done, reconciled=True)
+            self._event(EventType.EFFECT_DONE, done, reconciled=True)
             return answer.get("result")
         return _CALL
 

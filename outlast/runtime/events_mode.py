@@ -19,6 +19,7 @@ from typing import Any
 from outlast.jsonable import to_jsonable
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft
+from outlast.vocabulary import EventType
 
 
 class EventsTap:
@@ -43,7 +44,9 @@ class EventsTap:
         async for event in self._handler:
             with contextlib.suppress(SinkClosed):  # the execution hears of it itself
                 self._sink.put(
-                    EventDraft("stream", {"mode": "events", "ns": "", "data": to_jsonable(event)})
+                    EventDraft(
+                        EventType.STREAM, {"mode": "events", "ns": "", "data": to_jsonable(event)}
+                    )
                 )
 
     async def close(self) -> None:

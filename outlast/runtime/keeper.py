@@ -15,6 +15,7 @@ from outlast.runtime.options import RunOptions
 from outlast.runtime.sink import EventSink
 from outlast.runtime.translate import Translator
 from outlast.store import EventDraft
+from outlast.vocabulary import EventType
 
 
 class Keeper:
@@ -48,9 +49,9 @@ class Keeper:
         if "interrupts" in event or mode == "updates":
             # shown only once the run's waits exist (Store.park): a client that sees an
             # interrupt may answer it at once
-            self.held.append(EventDraft("stream", event))
+            self.held.append(EventDraft(EventType.STREAM, event))
             return
-        self.sink.put(EventDraft("stream", event))
+        self.sink.put(EventDraft(EventType.STREAM, event))
 
     def take_held(self) -> list[EventDraft]:
         held, self.held = self.held, []

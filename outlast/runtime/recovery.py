@@ -26,6 +26,7 @@ from langgraph.types import StateSnapshot
 
 from outlast.jsonable import to_jsonable
 from outlast.store import EventDraft, Run, Store
+from outlast.vocabulary import EventType
 
 # How far back a resumed run reads its log for node.updated events (its last tasks'
 # are among the last events), and how many steps back it looks for lost ones.
@@ -37,7 +38,11 @@ async def logged_tasks(store: Store, run: Run) -> set[str]:
     """The tasks whose ``node.updated`` is in the tail of the run's log."""
     after = max(0, run.last_seq - LOOKBACK_EVENTS)
     events = await store.read_events(run.id, after, LOOKBACK_EVENTS)
-    return {str(e.data["task"]) for e in events if e.type == "node.updated" and e.data.get("task")}
+    return {
+        str(e.data["task"])
+        for e in events
+        if e.type == EventType.NODE_UPDATED and e.data.get("task")
+    }
 
 
 async def missing_updates(
@@ -65,7 +70,7 @@ async def missing_updates(
         found.append(
             [
                 EventDraft(
-                    "node.updated",
+                    EventType.NODE_UPDATED,
                     {
                         "node": t.name,
                         "ns": "",

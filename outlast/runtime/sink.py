@@ -27,13 +27,14 @@ from collections.abc import Callable
 
 from outlast.errors import LeaseLost
 from outlast.store import EventDraft, Lease, Store
+from outlast.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 
 _RETRIES = 5
 # Events that end a step: a checkpoint write follows them closely (``stream``: the state
 # after a step a LangGraph client asked for, emitted as the next step's writes go out).
-_STEP_ENDS = frozenset({"node.updated", "stream"})
+_STEP_ENDS = frozenset({EventType.NODE_UPDATED, EventType.STREAM})
 
 
 class SinkClosed(Exception):

@@ -23,6 +23,7 @@ from outlast.runtime import metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft
+from outlast.vocabulary import EventType
 
 
 @dataclass(slots=True)
@@ -94,7 +95,7 @@ class Translator:
                 elif not node.startswith("__"):
                     self._updated(ns, node, update, cached)
         elif kind == "custom":
-            self._sink.put(EventDraft("custom", {"ns": ns, "data": to_jsonable(data)}))
+            self._sink.put(EventDraft(EventType.CUSTOM, {"ns": ns, "data": to_jsonable(data)}))
 
     def _updated(self, ns: str, node: str, update: Any, cached: bool) -> None:
         """``node.updated``, once per task. A resumed step hands back, as cached updates,
@@ -108,7 +109,7 @@ class Translator:
         if cached and (task is None or task in self.logged_tasks):
             return
         data = {"node": node, "ns": ns, "update": to_jsonable(update), "task": task}
-        self._sink.put(EventDraft("node.updated", data))
+        self._sink.put(EventDraft(EventType.NODE_UPDATED, data))
 
     def _task(self, data: dict[str, Any], ns: str) -> None:
         key = f"{ns}|{data.get('id')}"
@@ -189,4 +190,4 @@ class Translator:
             }
             if p.tool_call_chunks:
                 data["tool_call_chunks"] = p.tool_call_chunks
-            self._sink.put(EventDraft("message.delta", data))
+            self._sink.put(EventDraft(EventType.MESSAGE_DELTA, data))

@@ -27,6 +27,7 @@ from outlast.api.sse import Gap, follow_log
 from outlast.jsonable import to_jsonable
 from outlast.store import RunStatus
 from outlast.store.hub import STATUS, wait_for
+from outlast.vocabulary import Frame
 
 _FROM_START = {"", "-1", "-", "0"}
 _ID = re.compile(r"^\d{1,18}$")
@@ -139,7 +140,7 @@ async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSe
         "oldest_available": gap.oldest_available,
         "reason": "events up to this point were pruned by retention",
     }
-    frames = [frame("gap", data, gap.resume_at)]
+    frames = [frame(Frame.GAP, data, gap.resume_at)]
     if "values" in wire.modes:
         state = await read_state(ctx, await thread_or_404(ctx, f.lg.thread_id))
         frames.append(frame("values", to_jsonable(state.values), gap.resume_at))

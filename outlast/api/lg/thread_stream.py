@@ -28,6 +28,7 @@ from outlast.api.lg.wire import Wire, frame
 from outlast.api.sse import Gap, follow_log
 from outlast.store import Run
 from outlast.store.base import system_assistant_id
+from outlast.vocabulary import Frame
 
 router = APIRouter(tags=["langgraph"])
 _CURSOR = re.compile(r"^(\d{1,18})(?:-(\d{1,18}))?$")
@@ -143,7 +144,7 @@ async def _one_run(
                     "requested_after": item.requested_after,
                     "oldest_available": item.oldest_available,
                 }
-                yield frame("gap", gap, f"{run.pos}-{item.resume_at}")
+                yield frame(Frame.GAP, gap, f"{run.pos}-{item.resume_at}")
                 continue
             for fr in wire.frames(item, f"{run.pos}-{item.seq}"):
                 if fr.event != "end":  # a thread's stream goes on after each run

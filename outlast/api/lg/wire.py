@@ -21,7 +21,7 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from outlast.store import Event
-from outlast.vocabulary import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS, EventType
 
 # LangGraph's message chunk shape (AIMessageChunk as the SDKs merge it by id).
 _CHUNK_DEFAULTS: dict[str, Any] = {
@@ -37,14 +37,18 @@ _CHUNK_DEFAULTS: dict[str, Any] = {
 
 
 # The LangGraph status a run has when its stream ends with this event.
-_END_STATUS = {"run.failed": "error", "run.cancelled": "interrupted", "run.completed": "success"}
+_END_STATUS: dict[str, str] = {
+    EventType.RUN_FAILED: "error",
+    EventType.RUN_CANCELLED: "interrupted",
+    EventType.RUN_COMPLETED: "success",
+}
 
 
 def ends_stretch(event: Event) -> bool:
     """The event after which a LangGraph run is over."""
     if event.terminal:
         return True
-    if event.type == "run.waiting":
+    if event.type == EventType.RUN_WAITING:
         kinds = set(event.data.get("kinds") or ["human"])
         return bool(kinds & ANSWERABLE_KINDS)
     return False
@@ -89,28 +93,28 @@ class Wire:
         data = event.data
         seq: Any = ident if ident is not None else event.seq
         out: list[ServerSentEvent] = []
-        if event.type == "stream":
+        if event.type == EventType.STREAM:
             mode = data.get("mode", "")
             name = self._name(mode, data.get("ns", ""))
             wanted = mode in self.modes or (mode == "updates" and "updates" in self.modes)
             if name is not None and wanted:
                 out.append(frame(name, self._stream_payload(mode, data), seq))
-        elif event.type == "node.updated" and "updates" in self.modes:
+        elif event.type == EventType.NODE_UPDATED and "updates" in self.modes:
             name = self._name("updates", data.get("ns", ""))
             if name is not None:
                 out.append(frame(name, {data.get("node"): data.get("update")}, seq))
-        elif event.type == "message.delta" and self.modes & {"messages", "messages-tuple"}:
+        elif event.type == EventType.MESSAGE_DELTA and self.modes & {"messages", "messages-tuple"}:
             ns = data.get("ns", "")
             name = self._name("messages", ns)
             if name is not None and "messages-tuple" in self.modes:
                 out.append(frame(name, self._message(data), seq))
             if name is not None and "messages" in self.modes:
                 out.extend(self._legacy(data, ns, seq))
-        elif event.type == "custom" and "custom" in self.modes:
+        elif event.type == EventType.CUSTOM and "custom" in self.modes:
             name = self._name("custom", data.get("ns", ""))
             if name is not None:
                 out.append(frame(name, data.get("data"), seq))
-        elif event.type == "run.failed":
+        elif event.type == EventType.RUN_FAILED:
             error = data.get("error") or {}
             payload = {"error": error.get("type", "Error"), "message": error.get("message", "")}
             out.append(frame("error", payload, seq))
@@ -151,7 +155,7 @@ class Wire:
     def prime(self, event: Event) -> None:
         """A rejoin from the middle of a message: what it had said before the cursor, so
         ``messages/partial`` goes on from there rather than from the cut."""
-        if event.type == "message.delta" and "messages" in self.modes:
+        if event.type == EventType.MESSAGE_DELTA and "messages" in self.modes:
             self._accumulate(event.data)
 
     def _accumulate(self, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:

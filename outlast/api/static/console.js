@@ -9,7 +9,7 @@ const EVENT_TYPES = [
   "run.created", "run.started", "run.resumed", "run.queued", "run.waiting", "run.requeued",
   "run.released", "run.cancelling", "run.completed", "run.failed", "run.cancelled",
   "node.updated", "custom", "message.delta", "wait.started", "wait.renewed", "wait.ended",
-  "activity", "supervisor.verdict", "budget.checkpoint", "effect.started", "effect.done",
+  "wait.probe_failed", "stream", "activity", "supervisor.verdict", "budget.checkpoint", "effect.started", "effect.done",
   "effect.replayed", "effect.unknown", "effect.failed", "gap", "snapshot",
 ];
 
