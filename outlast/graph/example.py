@@ -1,4 +1,4 @@
-"""A small example graph of several steps, until the reference agent exists.
+"""``steps``: a small example graph of several steps, with no model and no tools.
 
 It accepts the LangGraph messages convention (``{"messages": [{"role": "user", ...}]}``)
 and walks five steps, emitting a custom progress event in each. ``configurable.step_delay``

@@ -6,10 +6,10 @@ plugs in; ``OUTLAST_MODEL_BASE_URL`` points an OpenAI-compatible client at any s
 (vLLM, Ollama, LM Studio …). With neither, the model is ``scripted``: the deterministic
 offline model of :mod:`outlast.graph.scripted`.
 
-The API resolves the name when it accepts a run and writes it into the run's config:
-every worker then uses the model the run was accepted with, whatever its own environment
-says, and a missing provider package or API key is a ``4xx`` at ``POST /v1/runs``, not
-a crash minutes later inside a worker.
+The API resolves the name when it accepts a run (``GraphRegistry.model_for``, on both
+faces) and writes it into the run's config: every worker then uses the model the run was
+accepted with, whatever its own environment says, and a missing provider package or API
+key is a ``422`` at acceptance, not a crash minutes later inside a worker.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from outlast.errors import OutlastError
 from outlast.graph.scripted import NAME as SCRIPTED
 from outlast.graph.scripted import ScriptedChatModel
 
-# Marks a graph whose runs need a model (read by the registry when it accepts a run).
+# Marks a graph whose runs need a model (read by ``GraphRegistry.model_for`` when the API
+# accepts a run).
 USES_MODEL = "outlast_uses_model"
 
 # The environment variable each provider's LangChain integration reads its key from.

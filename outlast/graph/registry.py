@@ -46,6 +46,8 @@ def parse_graph_option(option: str) -> tuple[str, str]:
 
 
 class GraphRegistry:
+    """The configured graphs by name, each built once, on first use or by ``load_all``."""
+
     def __init__(self, targets: dict[str, str], base_dir: Path | None = None) -> None:
         if not targets:
             raise GraphLoadError("no graphs configured")
@@ -56,7 +58,7 @@ class GraphRegistry:
     @classmethod
     def from_config(cls, graphs_file: Path | None, extra: Iterable[str] = ()) -> GraphRegistry:
         """Graphs from ``langgraph.json`` (when it exists) plus ``--graph`` options;
-        with neither, the built-in example graph."""
+        with neither, the built-in ones (``agent`` and ``steps``)."""
         targets: dict[str, str] = {}
         base = Path.cwd()
         if graphs_file is not None and graphs_file.exists():

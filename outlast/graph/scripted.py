@@ -9,16 +9,17 @@ tool call id, recognises the calls it already made.
 The "script" is a plan read off the first user message (keywords choose the steps):
 
 - ``files`` / ``notes`` / ``search`` → ``search_files``, then ``read_file`` for what it found;
-- ``total`` / ``count`` / ``compute`` → ``compute`` over the word counts it read;
+- ``total`` / ``count`` / ``compute`` / ``sum`` → ``compute`` over the word counts it read;
 - ``job`` / ``render`` → ``wait_for_job``; ``sleep N`` → ``sleep_until``;
 - ``event KEY`` / ``signal KEY`` → ``wait_for_event``;
 - ``ask`` / ``who`` / ``approve`` → ``ask_human``;
 - ``report`` → ``write_report``; ``email`` / ``mail`` → ``send_email``;
 
 each step once, in that order, only when the tool is bound; then a final answer that
-summarises what the tools returned. It streams: content word by word, tool calls as
-argument fragments, so token streaming and activity leases behave as with a real model.
-Usage metadata is derived from the text lengths, so token budgets move.
+summarises what the tools returned. It streams: content in 12-character pieces, tool
+calls as 24-character argument fragments, so token streaming and activity leases behave
+as with a real model. Usage metadata is derived from the text lengths (about four
+characters a token), so token budgets move.
 """
 
 from __future__ import annotations
@@ -228,7 +229,7 @@ def _pieces(text: str, size: int = 12) -> list[str]:
 
 class ScriptedChatModel(BaseChatModel):
     """Deterministic offline chat model (see the module docstring). ``delay``: seconds
-    between streamed chunks, to make a run slow enough to watch."""
+    between chunks when it streams asynchronously, to make a run slow enough to watch."""
 
     delay: float = 0.0
     model_name: str = NAME

@@ -2,10 +2,11 @@
 
 Offline tools work on a folder the run is given (``configurable.workspace``; by default
 the sample notes shipped with outlast): ``search_files``, ``read_file``, ``compute`` and
-``write_report``. Every path a run names must resolve inside ``OUTLAST_WORKSPACE_ROOT``
-(default: the current directory), so a request cannot make the server read or write
-anywhere else. File work runs in a thread: the event loop (and the leases it renews)
-never blocks on the disk.
+``write_report``. Every path a run names (``workspace``, ``reports``, ``outbox``) must
+resolve inside ``OUTLAST_WORKSPACE_ROOT`` (default: the current directory) or the sample
+notes, so a request cannot make the server read or write anywhere else. Reports and the
+outbox default to ``OUTLAST_DATA_DIR`` (default ``.outlast``), an operator's choice. File
+work runs in a thread: the event loop (and the leases it renews) never blocks on the disk.
 
 Waiting tools park the run through the wait nodes (``ask_human``, ``wait_for_job``,
 ``sleep_until``, ``wait_for_event``). ``send_email`` is a declared effect: it drops a

@@ -1,8 +1,12 @@
 """Accepting a run: the identity exists before any work starts.
 
-The API (and the CLI) call ``accept``; it resolves the graph name against the configured
-graphs (never importing anything named by the request), fingerprints the request for the
-idempotency check, and writes the run row and its first event in one transaction.
+``new_run`` is what both faces of the API call (``api/runs.py``, ``api/threads.py``,
+``api/lg/accept.py``): it resolves the graph name against the configured graphs (never
+importing anything named by the request), fingerprints the request for the idempotency
+check and gives the run its ids, writing nothing. The API then checks its limits and
+hands the ``NewRun`` to the store, which writes the run row and its first event in one
+transaction. ``accept`` (``new_run`` then ``Store.create_run``, with no limits) is used
+only by tests that need a run in the store without going through HTTP.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ def fingerprint(body: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RunRequest:
+    """A run as a client asked for it, in the terms both faces share."""
+
     graph: str | None
     input: Any
     thread_id: str | None = None
@@ -91,7 +97,8 @@ async def accept(
     idempotency_key: str | None = None,
     principal: str = "",
 ) -> tuple[Run, bool]:
-    """Create the run (or find the one this idempotency key already made)."""
+    """Create the run (or find the one this idempotency key already made); for tests.
+    The API does not call it: it checks its limits between ``new_run`` and the store."""
     new = new_run(
         request,
         graphs=graphs,

@@ -3,10 +3,10 @@
 Before the call: ``started`` is committed. After it: ``done`` with the result. On a
 re-execution of the node (a crash, a retry, a resumed interrupt) the same key finds its
 row: ``done`` → the recorded result, the tool is not called (``effect.replayed``);
-unfinished and idempotent → called again with the same key; unfinished and not
-idempotent → ``reconcile(key, args)`` decides, or a person does, through a
-``reconciliation`` wait (``effect.unknown``). The same key with other arguments is an
-error, never a silent replay.
+``failed`` (the call raised), or unfinished and idempotent → called again with the same
+key; unfinished and not idempotent → ``reconcile(key, args)`` decides, or a person does,
+through a ``reconciliation`` wait (``effect.unknown``). The same key with other
+arguments is an error, never a silent replay.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ class EffectArgumentsChanged(OutlastError):
 
 
 class RunLedger:
+    """The ledger of one run, handed to its nodes through the run's config
+    (``LEDGER_KEY``), so ``outlast.nodes.effects`` reaches the store without importing it."""
+
     def __init__(self, store: Store, run_id: str, sink: EventSink) -> None:
         self._store = store
         self._run_id = run_id

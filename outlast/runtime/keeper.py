@@ -2,8 +2,9 @@
 
 A LangGraph client's stream is a view of the run's log (``api/lg/wire.py``); what a
 mode shows that outlast does not log by itself (the state after each step, tasks,
-checkpoints) is written here, as ``stream`` events, in order with what the translator
-writes.
+checkpoints, debug, and the ``updates`` parts that carry interrupts) is written here, as
+``stream`` events, in order with what the translator writes. The ``events`` mode is not
+a stream part: ``events_mode.py`` logs it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from outlast.vocabulary import EventType
 
 
 class Keeper:
-    """Keeps ``RunOptions.keep``: a part that shows interrupts is held for ``park``,
-    everything else goes to the sink at once."""
+    """Keeps ``RunOptions.keep`` (a subgraph's parts only with ``subgraphs``): a part
+    that shows interrupts is held for ``park`` (or released, if the run does not park
+    after all), the other kept parts go to the sink at once."""
 
     def __init__(self, options: RunOptions, sink: EventSink, translator: Translator) -> None:
         self.keep_modes = options.keep

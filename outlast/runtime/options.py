@@ -3,9 +3,11 @@
 The native API has no use for them; LangGraph's clients do: which of LangGraph's stream
 modes the run keeps in its log (a stream is a view of the log, so a mode a client will
 read live or on a rejoin must be written by the run, not recomputed by the reader),
-breakpoints, context, durability, a checkpoint to fork from, and a command instead of
-an input. Stored with the run (``runs.options``) so every attempt of the run, on any
-worker, runs it the same way.
+breakpoints, context, durability, a checkpoint to fork from, a command instead of an
+input, a start time (``after_seconds``) and the run a ``rollback`` replaces. Stored with
+the run (``runs.options``) so every attempt of the run, on any worker, runs it the same
+way. Also here: where a rollback starts from (``before_run``, ``restore_as_head``), used
+by the execution and by ``cancel?action=rollback``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from langgraph.types import Command, Send
 
 from outlast.store import Run
 
-# LangGraph stream modes outlast logs only when a run asks for them: `updates`,
-# `custom` and model messages are always in the log (node.updated, custom,
-# message.delta); these are extra rows per step.
+# LangGraph stream modes outlast logs (as `stream` events) only when a run asks for them;
+# node updates, `custom` and model messages are always in the log (node.updated, custom,
+# message.delta), so `updates` keeps only the parts that carry interrupts.
 KEPT_MODES = frozenset({"values", "updates", "tasks", "checkpoints", "debug", "events"})
 
 

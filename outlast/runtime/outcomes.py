@@ -38,7 +38,9 @@ def store_failure(exc: BaseException) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: RunStatus | None  # None: released to the queue, or lease lost
+    # None: this execution did not end the run (released to the queue, or it stopped
+    # writing: lease lost, store failing)
+    status: RunStatus | None
     detail: str = ""
 
 
@@ -54,6 +56,9 @@ def run_config(run: Run) -> RunnableConfig:
 
 
 class CloseWithBest(Exception):
+    """The supervisor closed a run at a budget checkpoint (no progress since the last
+    one): it completes with the state it has, ``breach`` saying why it is partial."""
+
     def __init__(self, breach: dict[str, Any]) -> None:
         super().__init__(breach.get("reason", "closed"))
         self.breach = breach

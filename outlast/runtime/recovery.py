@@ -14,7 +14,8 @@ the truth about what ran; the log must still show every step, once. So on a resu
   log: the walk stops at the first step whose events are all there.
 
 Events of subgraph tasks, ``custom`` events and model deltas are not recovered: they
-are not in the checkpoint as such (see ARCHITECTURE.md, "exactly what, across a crash").
+are not in the checkpoint as such (ARCHITECTURE.md, "Guarantees, and exactly where they
+stop": Events).
 """
 
 from __future__ import annotations

@@ -3,18 +3,19 @@
 Events are put synchronously (order is the order of ``put``) and written by one
 background task. While a write is in flight new events accumulate and go out together
 in the next one, so an idle run pays one round trip per event and a busy run batches
-itself, with no timer in the way. A fenced-off write (``LeaseLost``) stops the sink and
-tells the execution, which stops the graph: the run belongs to someone else now.
+itself, with no timer in the way. A write the fence refuses (``LeaseLost``: the run
+belongs to someone else now), or one that still fails after a few retries, stops the
+sink and tells the execution (``on_error``), which stops the graph.
 
 Carried events. A store that can (Postgres) lets the run's checkpoint writes carry the
 sink's pending events in their own transaction (``lend``/``settle``): a step's
 ``node.updated`` then costs no round trip and no transaction of its own, and lands
 atomically with the checkpoint write that carried it. LangGraph saves a task's writes
 a moment *before* it streams the task's update, so the sink holds a batch that ends a
-step (``node.updated``) for up to ``carry_window`` seconds, for the next checkpoint
-write to take; anything else (custom events, model deltas: what a client watches live)
-is written at once, as before. One write of the run's events is in flight at a time,
-the sink's own or a lent one, so seqs keep the order of ``put``.
+step (``node.updated``, or a kept ``stream`` part) for up to ``carry_window`` seconds,
+for the next checkpoint write to take; a batch without one (custom events, model
+deltas: what a client watches live) is written at once. One write of the run's events
+is in flight at a time, the sink's own or a lent one, so seqs keep the order of ``put``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,12 @@
 chunks (``messages``) are coalesced per message into ``message.delta`` events at most
 once per flush interval: a stream of a thousand tokens is a handful of events, not a
 thousand rows. Deltas are flushed before any other event so the log stays in order.
+
+Some parts are not logged as such: ``tasks`` parts start and end a node's tracing span,
+its step-duration metric and its activity lease; a ``custom`` part that carries
+``outlast.nodes.heartbeat``/``progress`` is a sign of life for the activity tracker; an
+``__interrupt__`` update is collected in ``interrupts`` for the execution, which parks
+the run on it (the waits' events are the store's).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ def _text(content: Any) -> str:
 
 
 class Translator:
+    """One run's stream parts, fed in order, turned into events on its sink."""
+
     def __init__(
         self, sink: EventSink, flush_interval: float, activity: ActivityTracker | None = None
     ) -> None:
