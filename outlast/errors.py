@@ -1,7 +1,9 @@
 """Errors that say whether retrying can help.
 
 Each error carries ``retryable``: a caller (a worker loop, an HTTP client, an operator)
-can decide what to do without parsing messages. The API maps them to RFC 9457 problems.
+can decide what to do without parsing messages. The API answers them with their
+``status`` (``api/problems.py``): an RFC 9457 problem on ``/v1``, ``{"detail": …}`` on the
+LangGraph face.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ JSON = Any
 
 
 def to_jsonable(value: Any, _depth: int = 0) -> JSON:
+    """A plain JSON value for ``value``. What has no JSON form becomes its ``repr``, and
+    so does anything nested deeper than 64 levels: a cycle must not recurse forever."""
     if _depth > 64:
         return repr(value)
     if value is None or isinstance(value, bool | int | float | str):

@@ -2,9 +2,11 @@
 
 On only when the SDK and the OTLP exporter are installed (``pip install 'outlast[otel]'``)
 and ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; the exporter reads the other standard
-``OTEL_*`` variables (headers, protocol details, ``OTEL_SERVICE_NAME``). Otherwise every
-function here is a no-op and nothing of OpenTelemetry is imported, so it stays an optional
-dependency. outlast keeps its own tracer provider rather than the global one: enabling it
+``OTEL_EXPORTER_OTLP_*`` variables (headers, timeout, compression, certificates), and
+``OTEL_SERVICE_NAME`` names the service (default ``outlast``). Otherwise every function
+here is a no-op and nothing of OpenTelemetry is imported, so it stays an optional
+dependency. The environment is read at the first span (or by ``configure``; tests call
+``use``). outlast keeps its own tracer provider rather than the global one: enabling it
 does not reroute what an application traces for itself.
 """
 

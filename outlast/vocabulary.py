@@ -1,10 +1,10 @@
 """The words outlast's parts share: event types, run and wait statuses, wait kinds, verdicts.
 
-One place so that the store, the runtime, the API (its pydantic ``Literal``s are derived
-from these), the terminal client and the web console cannot disagree about a name. The SQL
-files spell the same words as literals (a ``CHECK`` constraint, a CTE that appends an
-event); ``tests/test_vocabulary.py`` holds them, the console's JavaScript and the client to
-this list.
+One place so that the store, the runtime, the LangGraph face and the terminal client
+cannot disagree about a name: the Python code that imports these is held to them by mypy.
+What spells the same words as literals instead (the SQL files: a ``CHECK`` constraint, a
+CTE that appends an event; the web console's JavaScript) is held to this list by
+``tests/test_vocabulary.py``, as is the terminal client's rendering of each event type.
 
 The enums are ``StrEnum``s: a member *is* its string, so it compares equal to the value read
 back from a row or a JSON body, and it serializes as that string.
@@ -28,7 +28,8 @@ class RunStatus(StrEnum):
 
 # A run in one of these never changes again.
 TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
-# A run in one of these holds (or is about to hold) a worker's lease.
+# A run in one of these holds a worker's lease (``cancelling`` is only ever entered from
+# ``running``).
 LEASED = frozenset({RunStatus.RUNNING, RunStatus.CANCELLING})
 
 

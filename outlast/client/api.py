@@ -2,8 +2,9 @@
 
 Every call is retried with backoff while the server cannot be reached or says it is
 briefly unable to answer; only a deadline (one-shot commands) or Ctrl-C ends that. A retry
-is always safe here: run creation carries an idempotency key, cancel is idempotent, and a
-repeated answer is refused by the server rather than applied twice.
+is always safe here: run creation and answers carry an idempotency key (a retry of one
+the server already took is recognised, ``Idempotent-Replayed``), cancel is idempotent,
+and any other second answer to a wait is refused (``409``) rather than applied twice.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def describe(exc: BaseException) -> str:
 
 
 class Api:
+    """The server's HTTP API for one command; ``notice`` hears about each retry."""
+
     def __init__(self, server: str, notice: Callable[[str], None]) -> None:
         self.server = server.rstrip("/")
         self.notice = notice

@@ -1,4 +1,6 @@
-"""Nodes and node helpers. No SQL, no HTTP: they only talk to LangGraph."""
+"""What a graph's nodes call: waits, signs of life, and (``outlast.nodes.effects``)
+declared side effects. No SQL, no HTTP: they only talk to LangGraph (the effects ledger
+comes through the run's config), so the same graph runs under plain LangGraph too."""
 
 from outlast.nodes.activity import heartbeat, progress
 from outlast.nodes.waits import (

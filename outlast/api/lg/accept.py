@@ -1,7 +1,8 @@
-"""Starting a LangGraph run: the same acceptance as ``/v1`` (limits, idempotency key,
-principal, budget defaults, model check, one transaction), with LangGraph's choices on
-top: the assistant, the thread (``if_not_exists``), what an active run of the thread
-becomes (``multitask_strategy``), and whether the request is a resume.
+"""Starting a LangGraph run: the same acceptance as ``/v1`` (model check,
+``runtime.accept.new_run``, limits, idempotency key, principal, one transaction; the
+budget is the operator's defaults, as a LangGraph request names none), with LangGraph's
+choices on top: the assistant, the thread (``if_not_exists``), what an active run of the
+thread becomes (``multitask_strategy``), and whether the request is a resume.
 
 A resume (``command.resume``) on a thread whose run asks for something does not start a
 run: it answers that run's waits, through the same exactly-once update as ``POST
@@ -51,7 +52,8 @@ async def start(
     key: str | None,
     streamed: bool = False,
 ) -> Found:
-    """A stateless run (``thread_id`` None) gets a new thread, made with the run (its id
+    """Accept a run (or, for ``command.resume``, answer the thread's waits). A
+    stateless run (``thread_id`` None) gets a new thread, made with the run (its id
     is not part of the idempotency fingerprint: a retry gets the same run and thread).
     ``streamed``: the response streams the run (its modes are kept in the log)."""
     try:

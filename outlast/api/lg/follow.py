@@ -4,7 +4,8 @@ the JSON bodies of ``/wait``, ``/join`` and ``cancel?wait=1``.
 Every stream reads the run's durable log through ``api.sse.follow_log`` (the reader both
 faces share), from the cursor the client names, so a rejoin after a cut, a restart of the
 server or days later gets the events it missed and nothing twice; a cursor older than
-retention is told as a ``gap`` followed by the current ``values``, never hidden.
+retention is told as a ``gap`` (followed by the current ``values`` when the client
+streams that mode), never hidden.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 never ``202``: the JS SDK drops a 202's body), stream, wait, join, join the stream, list,
 get, cancel, delete, and cancel in bulk.
 
-Each route answers with root-relative ``Location`` / ``Content-Location`` (the SDKs
-append them to their base URL and reconnect through them), and every run-creating POST
+Each route that answers with one run (its body, its stream or its final state) sets
+root-relative ``Location`` / ``Content-Location`` (the SDKs append them to their base
+URL and reconnect through them), and every run-creating POST
 honours ``Idempotency-Key`` (LangGraph's own server does not; its clients never send it,
 so nothing changes for them).
 """

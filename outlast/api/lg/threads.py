@@ -92,8 +92,8 @@ async def get_thread(request: Request, thread_id: ThreadId) -> Any:
 async def search_threads(
     request: Request, response: Response, body: Annotated[ThreadSearch | None, Body()] = None
 ) -> list[dict[str, Any]]:
-    """Metadata containment, status, ids; ``X-Pagination-Total`` and, when there are
-    more, ``X-Pagination-Next`` (the next offset)."""
+    """Metadata and values containment, status, ids; ``X-Pagination-Total`` and, when
+    there are more, ``X-Pagination-Next`` (the next offset)."""
     ctx = ctx_of(request)
     query = body or ThreadSearch()
     threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=query.metadata)
@@ -251,8 +251,9 @@ async def update_state(
     request: Request, thread_id: ThreadId, body: Annotated[StatePost, Body()]
 ) -> dict[str, Any]:
     """``update_state``, as a node (``as_node``, ``__copy__`` included) or from a given
-    checkpoint. Refused while a run is active on the thread: its steps and this update
-    would interleave in one lineage."""
+    checkpoint. Refused while a run of the thread is queued, running or cancelling: its
+    steps and this update would interleave in one lineage (a waiting run holds no
+    worker, so its thread may be updated)."""
     ctx = ctx_of(request)
     thread = await thread_or_404(ctx, thread_id)
     if thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:

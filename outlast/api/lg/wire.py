@@ -1,15 +1,18 @@
 """A LangGraph run's stream: its stretch of the durable log, in LangGraph's SSE format.
 
-Every frame is a pure function of one log event (and the run's requested modes), so a
+Every frame is a function of the log up to its event (and the requested modes), so a
 client that rejoins from any event id sees exactly what a live client saw: the ids are
 the log's seqs (strictly increasing, unlike the in-memory server's ``<ms>-0``), and what
 a mode shows (the state after a step, a message chunk, a checkpoint id) was written to
-the log by the run, not recomputed by the reader.
+the log by the run, not recomputed by the reader. All but one frame depend on their own
+event alone; the legacy ``messages/partial`` carries the message so far, which a rejoin
+rebuilds from the earlier deltas first (``Wire.prime``).
 
-The stream starts with ``metadata`` (``{run_id, attempt}``), whose id is the cursor it
-starts after, and ends with ``end`` once the LangGraph run is over: the outlast run
-ended, or it asked a client for something (that stretch of it is a finished LangGraph
-run; a resume is the next). A failure is ``error {error, message}`` before ``end``.
+A stream from the LangGraph run's start begins with ``metadata`` (``{run_id, attempt}``,
+sent by ``follow.py``), whose id is the cursor it starts after, and ends with ``end``
+once the LangGraph run is over: the outlast run ended, or it asked a client for
+something (that stretch of it is a finished LangGraph run; a resume is the next). A
+failure is ``error {error, message}`` before ``end``.
 """
 
 from __future__ import annotations
