@@ -77,7 +77,8 @@ class EventType(StrEnum):
     NODE_UPDATED = "node.updated"
     MESSAGE_DELTA = "message.delta"
     CUSTOM = "custom"
-    # A LangGraph stream part kept for the LangGraph face (runtime/keeper.py).
+    # A LangGraph stream part kept for the LangGraph face (runtime/keeper.py,
+    # runtime/events_mode.py).
     STREAM = "stream"
     # Waiting.
     WAIT_STARTED = "wait.started"
@@ -114,6 +115,7 @@ class Frame(StrEnum):
     SNAPSHOT = "snapshot"  # the run's current snapshot, sent right after a gap
 
 
-# What the supervisor can decide about a run whose activity lease expired.
+# What the supervisor can decide about a run whose activity lease expired, or that
+# reached a soft budget limit.
 Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]
 VERDICTS: tuple[Verdict, ...] = ("renew", "close", "escalate", "remind", "change_strategy")
