@@ -1,7 +1,7 @@
 """The words outlast's parts share: event types, run and wait statuses, wait kinds, verdicts.
 
-One place so that the store, the runtime, the LangGraph face and the terminal client
-cannot disagree about a name: the Python code that imports these is held to them by mypy.
+One place so that the store, the runtime, the API and the terminal client cannot
+disagree about a name: the Python code that imports these is held to them by mypy.
 What spells the same words as literals instead (the SQL files: a ``CHECK`` constraint, a
 CTE that appends an event; the web console's JavaScript) is held to this list by
 ``tests/test_vocabulary.py``, as is the terminal client's rendering of each event type.
