@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"store", "graph", "nodes", "supervisor"},
     "api": {"store", "runtime", "graph"},
     "client": set(),  # the terminal client speaks HTTP only
-    "demo": {"graph", "client"},
+    "demo": {"graph"},
     "cli": {"api", "client", "demo", "graph", "runtime", "store"},
     **{name: set() for name in FOUNDATION},
 }
