@@ -248,6 +248,21 @@ async def test_tool_calls_renew_the_activity_lease(folders: dict[str, str]) -> N
     assert "tool send_email done" in notes
 
 
+def test_the_sample_notes_are_read_but_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from outlast.graph import tools
+
+    monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
+    sample = {"workspace": str(tools.SAMPLE_WORKSPACE), "reports": str(tools.SAMPLE_WORKSPACE)}
+    monkeypatch.setattr(tools, "_configurable", lambda: sample)
+    assert tools.workspace() == tools.SAMPLE_WORKSPACE.resolve()
+    with pytest.raises(tools.ToolRefused):
+        tools._data_dir("reports")
+    monkeypatch.setattr(tools, "_configurable", lambda: {"reports": str(tmp_path / "r")})
+    assert tools._data_dir("reports") == (tmp_path / "r").resolve()
+
+
 def test_tools_stay_inside_the_workspace(folders: dict[str, str], tmp_path: Path) -> None:
     from outlast.graph.tools import ToolRefused, _inside, evaluate
 

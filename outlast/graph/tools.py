@@ -59,9 +59,13 @@ def _root() -> Path:
     return Path(os.environ.get("OUTLAST_WORKSPACE_ROOT", ".")).resolve()
 
 
-def _allowed(path: Path, what: str) -> Path:
+def _allowed(path: Path, what: str, *, writes: bool = False) -> Path:
+    """A path a run's config names, if it lies under the workspace root; the shipped sample
+    notes may be read from, never written to (they are part of the installed package)."""
     resolved = path.resolve()
-    if resolved.is_relative_to(_root()) or resolved.is_relative_to(SAMPLE_WORKSPACE.resolve()):
+    if resolved.is_relative_to(_root()):
+        return resolved
+    if not writes and resolved.is_relative_to(SAMPLE_WORKSPACE.resolve()):
         return resolved
     raise ToolRefused(f"{what} {path} is outside OUTLAST_WORKSPACE_ROOT ({_root()})")
 
@@ -74,7 +78,7 @@ def workspace() -> Path:
 def _data_dir(name: str) -> Path:
     given = _configurable().get(name)
     if given:
-        return _allowed(Path(given), name)
+        return _allowed(Path(given), name, writes=True)
     return Path(os.environ.get("OUTLAST_DATA_DIR", ".outlast")).resolve() / name
 
 
