@@ -57,7 +57,9 @@ def add_commands(sub: Any) -> None:
     _server(attach, timeout=False)
     attach.set_defaults(func=cmd_attach)
 
-    answer = sub.add_parser("answer", help="answer a run's human or auth wait")
+    answer = sub.add_parser(
+        "answer", help="answer a run's open wait (human, auth, budget or reconciliation)"
+    )
     answer.add_argument("run")
     answer.add_argument("value", help="text, or JSON when the wait's schema asks for it")
     answer.add_argument("--wait-id", help="default: the run's current wait")

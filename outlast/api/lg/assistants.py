@@ -3,8 +3,8 @@
 
 Two kinds, one vocabulary:
 
-- **System assistants**, one per configured graph, id ``uuid5(NAMESPACE, graph_id)``
-  (the namespace LangGraph's server uses, so ids that clients and Studio remember stay
+- **System assistants**, one per configured graph, id ``store.base.system_assistant_id``
+  (``uuid5`` in the namespace LangGraph's server uses, so ids that clients and Studio remember stay
   valid here). They are derived from the registry, not stored, and every principal sees
   them. They cannot be changed or deleted: such a request is refused with **409**
   (Conflict: the assistant exists, in a state the request cannot change; LangGraph's
@@ -32,7 +32,7 @@ from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.errors import OutlastError, UnknownGraph
 from outlast.store.assistants import AssistantExists, AssistantNotFound
-from outlast.store.base import Assistant
+from outlast.store.base import Assistant, system_assistant_id
 
 __all__ = [
     "AssistantExists",
@@ -51,7 +51,6 @@ router = APIRouter(tags=["langgraph"])
 AssistantId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 Namespace = Annotated[str, Path(max_length=2000)]
 
-NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 # System assistants are as old as this process: they are made from its configuration.
 STARTED = dt.datetime.now(dt.UTC)
 SYSTEM_METADATA = {"created_by": "system"}
@@ -79,10 +78,6 @@ class InvalidAssistant(OutlastError):
 class SystemAssistantReadOnly(OutlastError):
     status = 409
     title = "System assistant"
-
-
-def system_assistant_id(graph_id: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, graph_id))
 
 
 def system_assistant(graph_id: str) -> Assistant:
