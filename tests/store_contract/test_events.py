@@ -55,7 +55,10 @@ async def test_read_events_after_and_limit(store: Store) -> None:
     await store.append(lease, [EventDraft(EventType.CUSTOM, {"i": i}) for i in range(5)])
     page = await store.read_events(run.id, 3, 2)
     assert [(e.seq, e.data) for e in page] == [(4, {"i": 1}), (5, {"i": 2})]
-    assert all(e.run_id == run.id and e.time is not None for e in page)
+    # times are aware on both backends (SQLite stores unix seconds)
+    assert all(e.run_id == run.id and e.time.tzinfo is not None for e in page)
+    assert run.created_at.tzinfo is not None and run.lease_expires_at is not None
+    assert run.lease_expires_at.tzinfo is not None
     assert await store.read_events(run.id, 7, 10) == []
     assert await store.read_events("00000000-0000-0000-0000-000000000000", 0, 10) == []
 
