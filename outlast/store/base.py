@@ -3,20 +3,49 @@
 A run row is the durable identity of a piece of work; its event log is the ordered,
 persisted view clients replay. Every write a worker makes is fenced by the run's lease
 epoch, so a worker that lost its lease (it was presumed dead and its run was taken over)
-can no longer change anything. The same conformance suite (tests/test_store_contract.py)
-runs against each implementation.
+can no longer change anything. The contract suite (tests/store_contract/, one module per
+capability) runs against each implementation and fails when a method here goes untested.
+
+Conventions of every method below:
+
+- *Fenced* means the write names the run's ``Lease`` and changes something only while
+  the row still has that worker and epoch and a leased status (running, cancelling), in
+  the same statement or transaction as the write; otherwise it raises ``LeaseLost`` and
+  writes nothing.
+- *Notifies* lists the hub channels (store/hub.py) a write publishes, keyed by run id,
+  after it commits (Postgres: ``NOTIFY`` delivered through the listener). A write that
+  changes nothing notifies nobody.
+- Events appended by the store get the run's next seqs, without holes; their payload keys
+  are part of the contract (clients read them).
 """
 
 from __future__ import annotations
 
 import abc
-import datetime as dt
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus
+from outlast.store.records import (
+    SYSTEM_ASSISTANT_NAMESPACE,
+    Assistant,
+    Effect,
+    Event,
+    EventDraft,
+    EventLender,
+    HeldRun,
+    Lease,
+    LgRun,
+    ListCursor,
+    NewRun,
+    Reaped,
+    Run,
+    Thread,
+    Wait,
+    WaitSpec,
+    same_request,
+    system_assistant_id,
+)
+from outlast.vocabulary import RunStatus
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -24,298 +53,29 @@ if TYPE_CHECKING:
 
     from outlast.store.hub import Hub
 
-
-@dataclass(frozen=True, slots=True)
-class NewRun:
-    id: str
-    thread_id: str
-    graph: str
-    input: Any
-    config: dict[str, Any]
-    metadata: dict[str, Any]
-    budget: dict[str, Any] | None
-    idempotency_key: str | None
-    fingerprint: str
-    max_attempts: int
-    principal: str = ""
-    # What a LangGraph request sets beyond the native fields (runtime/options.py).
-    options: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    id: str
-    pos: int
-    principal: str
-    thread_id: str
-    graph: str
-    status: RunStatus
-    input: Any
-    config: dict[str, Any]
-    metadata: dict[str, Any]
-    budget: dict[str, Any] | None
-    idempotency_key: str | None
-    fingerprint: str
-    attempts: int
-    max_attempts: int
-    worker_id: str | None
-    lease_epoch: int
-    lease_expires_at: dt.datetime | None
-    last_seq: int
-    result: Any
-    error: dict[str, Any] | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    activity: dict[str, Any] | None = None
-    usage: dict[str, Any] | None = None
-    options: dict[str, Any] | None = None
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    run_id: str
-    seq: int
-    type: str
-    data: dict[str, Any]
-    time: dt.datetime
-
-    @property
-    def terminal(self) -> bool:
-        return self.type in TERMINAL_EVENTS
-
-
-@dataclass(frozen=True, slots=True)
-class EventDraft:
-    """An event before the store gives it its seq."""
-
-    type: str
-    data: dict[str, Any]
-
-
-class EventLender(Protocol):
-    """A run's event sink, as a checkpoint write sees it: it may borrow the pending
-    events and append them in its own transaction (``Store.carries_events``)."""
-
-    def lend(self) -> list[EventDraft] | None: ...
-
-    def settle(self, batch: list[EventDraft], seq: int | None) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """Proof that a worker holds a run. Every worker write presents it; the store checks
-    ``worker_id`` and ``epoch`` against the row, in the same statement as the write."""
-
-    run_id: str
-    worker_id: str
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class HeldRun:
-    """One row of a lease renewal: the run is still ours, and its current status."""
-
-    run_id: str
-    epoch: int
-    status: RunStatus
-
-
-@dataclass(frozen=True, slots=True)
-class Reaped:
-    run_id: str
-    status: RunStatus
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class WaitSpec:
-    """A wait as the runtime derives it from a pending interrupt, before it is stored.
-
-    ``wake_at`` (absolute) or ``wake_in`` (seconds from now, on database time) is when
-    the wait wakes by itself: a timer fires, a deadline gives the default answer, an
-    external wait is probed.
-    """
-
-    interrupt_id: str
-    kind: str
-    object: Any = None
-    prompt: Any = None
-    schema: dict[str, Any] | None = None
-    event_keys: list[str] | None = None
-    wake_at: dt.datetime | None = None
-    wake_in: float | None = None
-    has_default: bool = False
-    default: Any = None
-    probe: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    id: str
-    run_id: str
-    interrupt_id: str
-    kind: str
-    status: str  # open | answered | resumed | withdrawn
-    object: Any
-    prompt: Any
-    schema: dict[str, Any] | None
-    event_keys: list[str] | None
-    has_default: bool
-    default: Any
-    probe: dict[str, Any] | None
-    answer: Any
-    answered_how: str | None
-    since: dt.datetime
-    last_signal_at: dt.datetime | None
-    lease_expires_at: dt.datetime | None
-    wake_at: dt.datetime | None
-    renewals: int
-    failures: int
-    answered_at: dt.datetime | None
-    answer_key: str | None = None
-
-    def public(self) -> dict[str, Any]:
-        """The shape clients see in snapshots and ``wait.started`` events."""
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "object": self.object,
-            "since": self.since.isoformat(),
-            "last_signal_at": self.last_signal_at.isoformat() if self.last_signal_at else None,
-            "lease_expires_at": (
-                self.lease_expires_at.isoformat() if self.lease_expires_at else None
-            ),
-            "renewals": self.renewals,
-            "prompt": self.prompt,
-            "schema": self.schema,
-            "status": self.status,
-            "deadline": self.wake_at.isoformat()
-            if self.wake_at and self.kind != "external"
-            else None,
-        }
-
-
-def same_request(new: NewRun, existing: Run) -> Run:
-    """An idempotency key seen again: the same run if the request is the same, else refuse."""
-    from outlast.errors import IdempotencyKeyReused
-
-    if existing.fingerprint != new.fingerprint:
-        raise IdempotencyKeyReused(
-            f"Idempotency-Key {new.idempotency_key!r} was used for run {existing.id} "
-            "with a different request body"
-        )
-    return existing
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One side effect in the ledger: ``started`` is committed before the call leaves the
-    process, ``done`` with its result after it returns."""
-
-    run_id: str
-    key: str
-    tool: str
-    args_hash: str
-    args: Any
-    idempotent: bool
-    status: str  # started | done | failed | unknown
-    result: Any
-    error: str | None
-    started_at: dt.datetime
-    finished_at: dt.datetime | None
-    calls: int
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "tool": self.tool,
-            "args": self.args,
-            "args_hash": self.args_hash,
-            "idempotent": self.idempotent,
-            "status": self.status,
-            "result": self.result,
-            "error": self.error,
-            "calls": self.calls,
-            "started_at": self.started_at.isoformat(),
-            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-        }
-
-
-# LangGraph's namespace for the ids of system assistants: uuid5(namespace, graph_id).
-SYSTEM_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
-
-
-def system_assistant_id(graph_id: str) -> str:
-    """The id LangGraph gives the system assistant of a graph (``agent`` →
-    ``fe096781-5601-53d2-b2f6-0d3403f7e9ca``), so clients that hard-code it work."""
-    return str(uuid.uuid5(SYSTEM_ASSISTANT_NAMESPACE, graph_id))
-
-
-@dataclass(frozen=True, slots=True)
-class Assistant:
-    """A LangGraph assistant: a graph with a configuration. System assistants (one per
-    graph, id ``uuid5(namespace, graph_id)``) are not stored; user assistants are, with
-    their versions."""
-
-    assistant_id: str
-    graph_id: str
-    name: str
-    description: str | None
-    config: dict[str, Any]
-    context: dict[str, Any]
-    metadata: dict[str, Any]
-    version: int
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    principal: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Thread:
-    """A thread as an entity (it exists before its first run), with what its status is
-    derived from: its latest run, and whether that run asks a client for something."""
-
-    thread_id: str
-    principal: str
-    metadata: dict[str, Any]
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    run_id: str | None = None
-    run_status: RunStatus | None = None
-    run_graph: str | None = None
-    run_error: dict[str, Any] | None = None
-    asking: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LgRun:
-    """A LangGraph run: a stretch of one outlast run's log, the events after ``from_seq``
-    up to the next time the run asks a client for something (or ends). The first has the
-    outlast run's id; a resume is a new one on the same outlast run."""
-
-    id: str
-    run_id: str
-    thread_id: str
-    principal: str
-    assistant_id: str
-    from_seq: int
-    kwargs: dict[str, Any]
-    metadata: dict[str, Any]
-    multitask_strategy: str
-    created_at: dt.datetime
-    idempotency_key: str | None = None
-    deleted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ListCursor:
-    """Keyset position: runs accepted before the one at ``pos``."""
-
-    pos: int
+# The records live in store/records.py; every ``from outlast.store.base import …`` of
+# them keeps working.
+__all__ = [
+    "SYSTEM_ASSISTANT_NAMESPACE",
+    "Assistant",
+    "Effect",
+    "Event",
+    "EventDraft",
+    "EventLender",
+    "HeldRun",
+    "Lease",
+    "LgRun",
+    "ListCursor",
+    "NewRun",
+    "Reaped",
+    "Run",
+    "Store",
+    "Thread",
+    "Wait",
+    "WaitSpec",
+    "same_request",
+    "system_assistant_id",
+]
 
 
 class Store(abc.ABC):
@@ -326,18 +86,22 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def open(self) -> None:
-        """Connect (pools, listener) without changing the schema."""
+        """Connect (pools, the Postgres listener, the item store) without changing the
+        schema; opening an open store does nothing. StoreUnavailable when it cannot."""
 
     @abc.abstractmethod
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release every connection; the store cannot be used again until ``open``."""
 
     @abc.abstractmethod
     async def migrate(self) -> list[str]:
-        """Apply pending migrations; returns the names applied. Safe to run concurrently."""
+        """Apply pending migrations (outlast's, the saver's, the item store's); returns
+        the names applied, ``[]`` when up to date. Safe to run concurrently: several
+        ``serve`` processes may start at once."""
 
     @abc.abstractmethod
     async def ping(self) -> None:
-        """Raise StoreUnavailable when the database does not answer."""
+        """Raise StoreUnavailable when the database does not answer (health checks)."""
 
     # Whether checkpoint writes can carry the run's pending events (``checkpointer``'s
     # ``events``): then a sink holds a step's events a moment for them.
@@ -348,9 +112,10 @@ class Store(abc.ABC):
         self, lease: Lease | None = None, events: EventLender | None = None
     ) -> BaseCheckpointSaver[Any]:
         """A LangGraph saver for one run over the shared connections; with a lease, its
-        writes are fenced like every other worker write (where the backend can), and
+        writes are fenced like every other worker write (where the backend can: Postgres;
+        SQLite keeps checkpoints in another file, so no transaction covers both), and
         with ``events`` they append the run's pending events in their own transaction
-        (where ``carries_events``)."""
+        (where ``carries_events``). Without a lease (the API) it reads and deletes."""
 
     # LangGraph's own item store (store/items.py), opened by ``open()``; set by backends.
     _items: BaseStore | None = None
@@ -367,15 +132,18 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        """Insert the run and its ``run.created`` event in one transaction.
+        """Insert the run (``queued``, seq 1) and its ``run.created`` event (``status``,
+        ``graph``, ``thread_id``) in one transaction, creating its thread. Notifies QUEUE.
 
         Returns ``(run, created)``. With an idempotency key already used by the same
-        principal: the existing run and ``False`` when the fingerprint matches, else
-        ``IdempotencyKeyReused``. Concurrent duplicates produce exactly one run.
+        principal: the existing run and ``False`` (nothing written, nobody notified) when
+        the fingerprint matches, else ``IdempotencyKeyReused``. Concurrent duplicates
+        produce exactly one run.
         """
 
     @abc.abstractmethod
-    async def get_run(self, run_id: str) -> Run | None: ...
+    async def get_run(self, run_id: str) -> Run | None:
+        """The run, or None. Not filtered by principal: the API checks ownership."""
 
     @abc.abstractmethod
     async def list_runs(
@@ -388,10 +156,13 @@ class Store(abc.ABC):
         principal: str = "",
     ) -> list[Run]:
         """The principal's runs, newest first; ``before`` is the keyset cursor of the last
-        row of the previous page."""
+        row of the previous page (a keyset, so a page does not shift as runs arrive)."""
 
     @abc.abstractmethod
-    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]: ...
+    async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:
+        """Up to ``limit`` retained events with ``seq > after``, in seq order; ``[]`` for
+        an unknown run. Pruned seqs are simply absent: callers compare the first seq
+        they get with ``first_retained_seq`` to tell a gap."""
 
     @abc.abstractmethod
     async def first_retained_seq(self, run_id: str) -> int | None:
@@ -399,7 +170,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def prune_events(self, run_id: str, upto_seq: int) -> int:
-        """Delete events with ``seq <= upto_seq`` (retention); returns how many."""
+        """Delete events with ``seq <= upto_seq`` (retention); returns how many. The
+        run's ``last_seq`` stays, so later appends continue after the gap."""
 
     @abc.abstractmethod
     async def count_runs_by_status(self) -> dict[str, int]:
@@ -409,28 +181,32 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def claim(self, worker_id: str, ttl: float, limit: int) -> list[Run]:
-        """Take up to ``limit`` queued runs, oldest first, in one statement.
+        """Take up to ``limit`` queued runs, oldest first, in one statement; ``[]`` when
+        none is claimable. Concurrent claims never take the same run.
 
         Each claimed run gets status ``running``, a new lease epoch, ``attempts + 1``, a
-        lease that expires ``ttl`` seconds from now on database time, and a ``run.started``
-        event.
+        lease that expires ``ttl`` seconds from now on database time (never a worker's
+        clock), and a ``run.started`` event (``status``, ``attempt``, ``worker_id``).
+        Only one run per thread is active at a time (a thread is one checkpoint
+        lineage): a queued run waits while an earlier run of its thread is queued,
+        running, cancelling or waiting. Notifies EVENTS.
         """
 
     @abc.abstractmethod
     async def renew(
         self, worker_id: str, ttl: float, run_ids: Sequence[str] | None = None
     ) -> list[HeldRun]:
-        """Extend this worker's leases on ``run_ids`` (all of them when ``None``); the
-        runs not returned are no longer ours. A worker names the runs it is executing: a
-        run it gave up on (its store failed under it) must expire and be reaped, not be
-        kept alive by a worker that no longer runs it."""
+        """Extend this worker's leases on ``run_ids`` (all of them when ``None``) to
+        ``ttl`` from now; the runs not returned are no longer ours, and a returned
+        ``cancelling`` status tells the worker to stop. A worker names the runs it is
+        executing: a run it gave up on (its store failed under it) must expire and be
+        reaped, not be kept alive by a worker that no longer runs it. No event, no
+        notification: a renewal is not a transition."""
 
     @abc.abstractmethod
     async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
-        """Append events with the next seqs (no holes); returns the last seq.
-
-        Raises LeaseLost when the lease's epoch or worker no longer matches the row.
-        """
+        """Append events with the next seqs (no holes, one batch contiguous); returns the
+        last seq. Fenced; ValueError for an empty batch. Notifies EVENTS."""
 
     @abc.abstractmethod
     async def finish(
@@ -442,24 +218,37 @@ class Store(abc.ABC):
         result: Any = None,
         error: dict[str, Any] | None = None,
     ) -> int:
-        """End the run (terminal status) with its terminal event; fenced like ``append``."""
+        """End the run in a terminal ``status`` with the caller's terminal ``event``,
+        ``result`` and ``error``; returns the event's seq. Fenced. Drops the lease and
+        the activity, and settles the run's waits (answered → resumed, open →
+        withdrawn). Notifies EVENTS, STATUS, and QUEUE (the thread's next run may go)."""
 
     @abc.abstractmethod
     async def release(self, lease: Lease, reason: str) -> int:
-        """Give the run back to the queue (graceful shutdown). The attempt is not counted,
-        because the run stopped at a step boundary by request, not by failure."""
+        """Give the run back to the queue (graceful shutdown): ``queued`` with a
+        ``run.released`` event (``status``, ``reason``), the attempt not counted, because
+        the run stopped at a step boundary by request, not by failure. A run that was
+        ``cancelling`` becomes ``cancelled`` instead (``run.cancelled``): its cancel was
+        the last word. Fenced; bumps the epoch. Notifies EVENTS, QUEUE, STATUS."""
 
     @abc.abstractmethod
     async def request_cancel(self, run_id: str, reason: str) -> Run | None:
-        """Cancel a run: queued → cancelled at once; running → cancelling (its worker is
-        notified and ends it); terminal or cancelling → unchanged. None if unknown."""
+        """Cancel a run: queued or waiting → ``cancelled`` at once (``run.cancelled``,
+        its waits withdrawn); running → ``cancelling`` (``run.cancelling``; its worker
+        sees it on renew or by CONTROL and ends it); both payloads ``status``,
+        ``reason``. Notifies EVENTS, CONTROL, QUEUE, STATUS. A terminal or cancelling
+        run is returned unchanged and nobody is notified; None if unknown."""
 
     @abc.abstractmethod
     async def reap(self, limit: int = 100) -> list[Reaped]:
-        """Runs whose worker lease expired: requeue (attempt + 1 at next claim), or fail
-        after ``max_attempts``; a run that was cancelling becomes cancelled."""
+        """Up to ``limit`` runs whose worker lease expired (on database time), each in
+        its own new epoch so the lost worker is fenced: ``queued`` again
+        (``run.requeued``; the attempt counts at the next claim), ``failed`` after
+        ``max_attempts`` (``run.failed``, error ``worker_lost``), or ``cancelled`` if it
+        was cancelling (``run.cancelled``); payload ``status``, ``reason``, ``attempts``.
+        Notifies EVENTS, QUEUE, STATUS for each."""
 
-    # -- waits, signals, threads, retention (implemented once in store/waits.py) ---------
+    # -- waits, signals, threads, retention (implemented once in store/common.py) --------
 
     @abc.abstractmethod
     async def park(
@@ -469,28 +258,45 @@ class Store(abc.ABC):
         lookback: float,
         events: Sequence[EventDraft] = (),
     ) -> RunStatus:
-        """Record the waits of a run that stopped at interrupts and release it (fenced):
-        ``waiting``, or ``queued`` at once when an answer is already there. ``events``
-        (the stream parts that show the interrupts) are appended in the same
-        transaction, before ``wait.started``: a client that sees an interrupt can answer
-        it at once, because its wait exists by then."""
+        """Record the waits of a run that stopped at interrupts and release it (fenced;
+        the attempt is given back, the epoch bumped). Returns the status it ended in:
+        ``waiting`` (``run.waiting``: ``status``, ``waits``, ``kinds``), ``queued`` at
+        once when an answer is already there (``run.queued``; an event wait whose key was
+        signalled within ``lookback`` seconds is answered here), or ``cancelled`` when
+        the run was cancelling. ``events`` (the stream parts that show the interrupts)
+        are appended in the same transaction, before each new wait's ``wait.started``
+        (``wait``: ``Wait.public()``): a client that sees an interrupt can answer it at
+        once, because its wait exists by then. A wait still pending from before (same
+        interrupt id) is kept, not duplicated; answers the graph consumed become
+        ``resumed``. Notifies EVENTS, STATUS; QUEUE unless waiting; WAITS when a spec has
+        a wake time (wakers re-plan their nap)."""
 
     @abc.abstractmethod
     async def answer(
         self, run_id: str, wait_id: str, value: Any, how: str = "input", key: str | None = None
     ) -> tuple[Wait, bool]:
-        """Answer an open wait (WaitNotFound, WaitNotOpen) and requeue its run. With the
-        ``key`` of an answer already given, the same answer again is a replay: returns
-        ``(wait, False)``; another value under that key is IdempotencyKeyReused."""
+        """Answer an open wait and requeue its run if it is waiting: ``wait.ended``
+        (``wait_id``, ``kind``, ``how``, ``value``; an auth value is redacted) and
+        ``run.queued``; notifies EVENTS, and QUEUE and STATUS when requeued. Of
+        concurrent answers exactly one lands. WaitNotFound for a wait not of this run,
+        WaitNotOpen when already answered. With the ``key`` of an answer already given,
+        the same answer again is a replay: ``(wait, False)``, nothing written; another
+        value under that key is IdempotencyKeyReused."""
 
     @abc.abstractmethod
-    async def get_wait(self, run_id: str, wait_id: str) -> Wait: ...
+    async def get_wait(self, run_id: str, wait_id: str) -> Wait:
+        """The wait, read under its row lock; WaitNotFound unless it is this run's."""
 
     @abc.abstractmethod
-    async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]: ...
+    async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]:
+        """The run's waits (of one ``WaitStatus`` if given), oldest first."""
 
     @abc.abstractmethod
-    async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]: ...
+    async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]:
+        """Store the signal (for the lookback of waits parked later), then answer every
+        open event wait on ``key`` of the sender's runs, as ``answer`` does with
+        ``how="signal"`` and value ``{"key", "payload"}``; returns the runs woken,
+        ``[]`` when none waits. Another principal's runs never see it."""
 
     @abc.abstractmethod
     async def get_run_by_key(self, principal: str, key: str) -> Run | None:
@@ -502,66 +308,95 @@ class Store(abc.ABC):
         cancelling): what the in-flight limit counts. Waiting runs hold nothing."""
 
     @abc.abstractmethod
-    async def due_waits(self, limit: int, hold: float) -> list[Wait]: ...
+    async def due_waits(self, limit: int, hold: float) -> list[Wait]:
+        """Claim up to ``limit`` open waits whose wake time has come (timers, deadlines,
+        probes), pushing their wake time ``hold`` seconds ahead so that no other waker
+        takes them meanwhile; a waker that dies lets them come due again."""
 
     @abc.abstractmethod
-    async def next_due_in(self) -> float | None: ...
+    async def next_due_in(self) -> float | None:
+        """Seconds until the earliest open wait is due (negative when overdue), None when
+        no open wait has a wake time: how long a waker may nap."""
 
     @abc.abstractmethod
-    async def wake(self, wait: Wait, value: Any, how: str) -> bool: ...
+    async def wake(self, wait: Wait, value: Any, how: str) -> bool:
+        """End a due wait by itself (timer, deadline, probe result) as ``answer`` does;
+        False, writing nothing, if it was answered meanwhile."""
 
     @abc.abstractmethod
-    async def probe_ok(self, wait: Wait, every: float, detail: Any) -> None: ...
+    async def probe_ok(self, wait: Wait, every: float, detail: Any) -> None:
+        """An external wait's probe says it is still pending: renew the wait's lease for
+        ``2 * every``, next probe in ``every``, failures reset; ``wait.renewed``
+        (``wait_id``, ``renewals``, ``detail``, ``lease_expires_at``), notifies EVENTS.
+        Nothing when the wait is no longer open."""
 
     @abc.abstractmethod
-    async def probe_failed(self, wait: Wait, every: float, error: str) -> int: ...
+    async def probe_failed(self, wait: Wait, every: float, error: str) -> int:
+        """A probe failed: count it, retry in ``every``; ``wait.probe_failed``
+        (``wait_id``, ``failures``, ``error``), notifies EVENTS. Returns the failures so
+        far, 0 (nothing written) when the wait is no longer open."""
 
     @abc.abstractmethod
-    async def create_thread_run(self, new: NewRun, *, if_busy: str) -> tuple[Run, bool]: ...
+    async def create_thread_run(self, new: NewRun, *, if_busy: str) -> tuple[Run, bool]:
+        """``create_run`` on a thread, refused with ThreadBusy while another run of the
+        thread is active, unless ``if_busy == "enqueue"``; the check and the insert are
+        one transaction, serialized per thread, so two clients cannot both see it idle."""
 
     @abc.abstractmethod
-    async def latest_run(self, thread_id: str) -> Run | None: ...
+    async def latest_run(self, thread_id: str) -> Run | None:
+        """The thread's most recently accepted run, or None."""
 
     @abc.abstractmethod
-    async def prune(self, *, keep: int, max_age: float) -> None: ...
+    async def prune(self, *, keep: int, max_age: float) -> None:
+        """Retention: keep at most ``keep`` events per run and none older than ``max_age``
+        seconds. Streams that asked for pruned events get a ``gap``, never a silent jump.
+        No event, no notification."""
 
     @abc.abstractmethod
     async def set_activity(
         self, lease: Lease, activity: dict[str, Any] | None, usage: dict[str, Any] | None = None
     ) -> None:
-        """Record what the run does now and, when given, its budget usage (fenced)."""
+        """Record what the run does now and, when given, its budget usage (``None``
+        keeps the stored usage). Fenced; no event (the worker appends ``activity``
+        itself) and no notification: it is polled, and too frequent to wake anyone."""
 
     @abc.abstractmethod
     async def apply_budget(
         self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
     ) -> None:
         """New limits (a tranche granted by a person) and the budget wait that granted
-        them, consumed in the same transaction so a tranche is never applied twice."""
+        them, consumed (answered → resumed) in the same transaction so a tranche is never
+        applied twice. Fenced; no event, no notification."""
 
     # -- the effects ledger ----------------------------------------------------------------
+    # Not fenced and silent: a worker writes its own run's ledger, and appends the
+    # effect.* events itself; the ledger is what a successor reads after a crash.
 
     @abc.abstractmethod
     async def effect_begin(
         self, run_id: str, key: str, tool: str, args_hash: str, args: Any, idempotent: bool
     ) -> tuple[Effect, bool]:
-        """Record ``started`` (committed before the call); ``(existing, False)`` when the
-        key is already in the ledger."""
+        """Record ``started`` (committed before the call leaves the process);
+        ``(existing, False)``, unchanged, when the key is already in the ledger."""
 
     @abc.abstractmethod
-    async def effect_retry(self, run_id: str, key: str) -> Effect: ...
+    async def effect_retry(self, run_id: str, key: str) -> Effect:
+        """Start a recorded effect again: ``started``, ``calls + 1``, error cleared."""
 
     @abc.abstractmethod
     async def effect_finish(
         self, run_id: str, key: str, status: str, result: Any = None, error: str | None = None
-    ) -> Effect: ...
+    ) -> Effect:
+        """Record how the call ended (``done``, ``failed``, ``unknown``) and when."""
 
     @abc.abstractmethod
-    async def list_effects(self, run_id: str) -> list[Effect]: ...
+    async def list_effects(self, run_id: str) -> list[Effect]:
+        """The run's ledger in the order the effects started."""
 
     # -- the LangGraph face: assistants (store/assistants.py) ------------------------------
     # User assistants only (system assistants are not stored), each visible to its
     # principal alone. Mutators raise AssistantNotFound (store/assistants.py) when the
-    # principal has no such assistant.
+    # principal has no such assistant. None of them appends events or notifies.
 
     @abc.abstractmethod
     async def create_assistant(
@@ -582,7 +417,8 @@ class Store(abc.ABC):
         (returned unchanged). Concurrent creates of one id make one assistant."""
 
     @abc.abstractmethod
-    async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None: ...
+    async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None:
+        """The principal's assistant, or None (also when another principal owns it)."""
 
     @abc.abstractmethod
     async def search_assistants(
@@ -598,7 +434,8 @@ class Store(abc.ABC):
         sort_order: str = "desc",
     ) -> tuple[list[Assistant], int]:
         """A page and the total count. ``metadata``: each key has exactly that value;
-        ``name``: case-insensitive substring; ties sorted by id ascending."""
+        ``name``: case-insensitive substring; ties sorted by id ascending. ValueError
+        for a ``sort_by`` outside ``SORT_FIELDS`` (the query knows only those)."""
 
     @abc.abstractmethod
     async def count_assistants(
@@ -608,16 +445,19 @@ class Store(abc.ABC):
         metadata: dict[str, Any] | None = None,
         graph_id: str | None = None,
         name: str | None = None,
-    ) -> int: ...
+    ) -> int:
+        """How many of the principal's assistants match, as ``search_assistants``."""
 
     @abc.abstractmethod
     async def update_assistant(
         self, assistant_id: str, changes: dict[str, Any], *, principal: str = ""
     ) -> Assistant:
-        """A new current version (highest + 1): given fields replace, metadata merges."""
+        """A new current version (highest + 1, so a version once made is never reused):
+        given fields replace, metadata merges. ValueError for a field not updatable."""
 
     @abc.abstractmethod
-    async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None: ...
+    async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None:
+        """Delete the assistant and all its versions."""
 
     @abc.abstractmethod
     async def list_assistant_versions(
@@ -635,7 +475,8 @@ class Store(abc.ABC):
     async def set_latest_assistant_version(
         self, assistant_id: str, version: int, *, principal: str = ""
     ) -> Assistant:
-        """Copy a stored version back as the current fields (no new version)."""
+        """Copy a stored version back as the current fields (no new version);
+        AssistantNotFound for an unknown version too."""
 
     # -- the LangGraph face: threads and LangGraph runs (store/lgthreads.py) ---------------
 
@@ -643,7 +484,8 @@ class Store(abc.ABC):
     async def lg_create_thread(
         self, thread_id: str, principal: str, metadata: dict[str, Any]
     ) -> tuple[Thread, bool]:
-        """``(thread, True)``, or the existing thread and ``False`` (whoever owns it)."""
+        """``(thread, True)``, or the existing thread and ``False`` (whoever owns it: the
+        API checks the owner). No event, no notification."""
 
     @abc.abstractmethod
     async def lg_threads(
@@ -653,16 +495,19 @@ class Store(abc.ABC):
         principal: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> list[Thread]:
-        """Threads with their latest run, newest first; ``metadata`` is containment."""
+        """Threads with their latest run and whether it asks a client for something,
+        newest first; ``metadata`` is JSON containment (Postgres' ``@>``)."""
 
     @abc.abstractmethod
     async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
-        """Merge ``patch`` into the thread's metadata (one transaction)."""
+        """Merge ``patch`` into the thread's metadata (one transaction); None if unknown."""
 
     @abc.abstractmethod
     async def lg_delete_thread(self, thread_id: str) -> bool:
-        """Cancel its active runs' work and delete the thread, its runs and their logs
-        (checkpoints are the saver's: the caller deletes them)."""
+        """Delete the thread, its runs and their logs; False if unknown. A worker
+        executing one of its runs loses its lease with the row; CONTROL is notified for
+        each active run so it looks at once. Checkpoints are the saver's: the caller
+        deletes them."""
 
     @abc.abstractmethod
     async def lg_expire_temporary(self, age: float) -> list[str]:
@@ -682,22 +527,28 @@ class Store(abc.ABC):
     ) -> tuple[LgRun, Run, bool]:
         """A new outlast run on a thread and its first LangGraph run, in one transaction
         serialized per thread. An active run of the thread is handled by ``strategy``
-        (``reject`` → ThreadBusy, ``interrupt``/``rollback`` → cancelled, ``enqueue`` →
+        (``reject`` → ThreadBusy, ``interrupt``/``rollback`` → cancelled as
+        ``request_cancel`` does, rollback also hiding its LangGraph runs, ``enqueue`` →
         the new run queues behind it); a run that asks a client for something (a
-        LangGraph interrupt) is superseded (cancelled) by new input whatever the strategy.
-        An idempotency key already used returns that run and ``False``, touching nothing."""
+        LangGraph interrupt) is superseded (cancelled, error type ``superseded``) by new
+        input whatever the strategy. The thread's metadata gets ``graph_id`` and
+        ``assistant_id``. Notifies as ``create_run`` and ``request_cancel``. An
+        idempotency key already used returns that run and ``False``, touching nothing."""
 
     @abc.abstractmethod
     async def lg_resume(
         self, run_id: str, answers: dict[str, Any], lg: LgRun
     ) -> tuple[LgRun, bool]:
-        """Answer the waits ``answers`` (wait id → value) of a waiting run and open the
-        LangGraph run that continues its log, in one transaction: every answer lands or
-        none (WaitNotOpen when one was answered already: two concurrent resumes give one
-        resume and one refusal)."""
+        """Answer the waits ``answers`` (wait id → value) of a waiting run, as
+        ``answer`` with ``how="resume"``, and open the LangGraph run that continues its
+        log after the current last seq, in one transaction: every answer lands or none
+        (WaitNotOpen when one was answered already: two concurrent resumes give one
+        resume and one refusal). ``lg``'s idempotency key seen again with the same
+        kwargs returns that LangGraph run and ``False``."""
 
     @abc.abstractmethod
-    async def lg_get_run(self, lg_id: str) -> LgRun | None: ...
+    async def lg_get_run(self, lg_id: str) -> LgRun | None:
+        """The LangGraph run (deleted ones included: the caller hides them), or None."""
 
     @abc.abstractmethod
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:

@@ -1,0 +1,1 @@
+"""The store contract, run against every backend, one module per capability."""
