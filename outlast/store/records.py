@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus
+from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus, WaitKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +183,7 @@ class Wait:
             "schema": self.schema,
             "status": self.status,
             "deadline": self.wake_at.isoformat()
-            if self.wake_at and self.kind != "external"
+            if self.wake_at and self.kind != WaitKind.EXTERNAL
             else None,
         }
 
