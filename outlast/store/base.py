@@ -490,6 +490,10 @@ class Store(abc.ABC):
     async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]: ...
 
     @abc.abstractmethod
+    async def open_waits(self, run_ids: Sequence[str]) -> dict[str, list[Wait]]:
+        """The open waits of each of ``run_ids`` (runs without one are absent), in one read."""
+
+    @abc.abstractmethod
     async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]: ...
 
     @abc.abstractmethod
