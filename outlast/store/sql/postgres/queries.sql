@@ -226,7 +226,7 @@ SELECT r.id, r.status, r.last_seq,
 FROM r;
 
 -- ---------------------------------------------------------------------------------------
--- Waits, signals, threads, retention. Run inside one transaction by store/waits.py; every
+-- Waits, signals, threads, retention. Sent by store/common.py (SharedRunOps) through a Tx; every
 -- JSON parameter arrives as text.
 
 -- name: insert_event
