@@ -9,6 +9,7 @@ with "database is locked" at once, a read that does not take it answers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import sqlite3
@@ -254,3 +255,22 @@ async def test_a_write_sent_through_the_read_path_is_refused(sqlite_store: Sqlit
         async with sqlite_store._reading() as tx:
             await tx.rows("prune_events", run_id=run.id, upto=1)
     assert len(await sqlite_store.read_events(run.id, 0, 10)) == 1
+
+
+async def test_a_read_or_write_cancelled_while_it_begins_leaves_no_transaction_open(
+    sqlite_store: SqliteStore,
+) -> None:
+    """A client that goes away cancels its request mid-statement; aiosqlite still runs
+    the BEGIN it was handed. The next read and write must find their connection clean
+    (found by the stream-cuts test: every later read failed with "cannot start a
+    transaction within a transaction")."""
+    run, _ = await sqlite_store.create_run(new_run())
+    for start in (sqlite_store.get_run(run.id), sqlite_store.prune_events(run.id, 0)):
+        task = asyncio.create_task(start)
+        await asyncio.sleep(0)  # it runs up to its BEGIN, handed to aiosqlite's thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    again = await sqlite_store.get_run(run.id)
+    assert again is not None and again.id == run.id
+    assert await sqlite_store.prune_events(run.id, 0) == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -146,14 +147,16 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
+            # BEGIN inside the try: a task cancelled while it waits for BEGIN (a client
+            # that went away) has still sent it, and must still send the ROLLBACK.
             try:
+                await self.conn.execute("BEGIN IMMEDIATE")
                 yield self.conn
                 await self.conn.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails: never leave the shared connection inside
-                # a transaction.
-                await self.conn.execute("ROLLBACK")
+                # a transaction (there is none if BEGIN itself failed, busy).
+                await _rollback(self.conn)
                 raise
 
     async def migrate(self) -> list[str]:
@@ -246,14 +249,16 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         # writer waits for; the statements inside all read the same committed state.
         async with self._read_lock:
             conn = self.read_conn
-            await conn.execute("BEGIN")
+            # BEGIN inside the try, as in _tx: a cancelled reader still ends what it began
+            # (aiosqlite runs a statement it was handed even if its caller stops waiting).
             try:
+                await conn.execute("BEGIN")
                 tx = _SqliteTx(self._q)
                 tx.conn = conn
                 yield tx
             finally:
                 # Nothing to commit; ending it lets WAL checkpoints move past this state.
-                await conn.execute("ROLLBACK")
+                await _rollback(conn)
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[Tx]:
@@ -428,6 +433,15 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             self.hub.publish(QUEUE, item.run_id)
             self.hub.publish(STATUS, item.run_id)
         return reaped
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """End the connection's transaction, if it has one (none when BEGIN failed)."""
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):
+            raise
 
 
 def _split(script: str) -> list[str]:
