@@ -144,9 +144,11 @@ async def list_runs(
     )
     page = runs[:limit]
     more = len(runs) > limit
+    # waiting runs say what they wait for here too (a console lists them by wait),
+    # read for the whole page at once
+    waits = await ctx.store.open_waits([r.id for r in page if r.status == RunStatus.WAITING])
     return RunPage(
-        # waiting runs say what they wait for here too (a console lists them by wait)
-        runs=[await snapshot(ctx, r) for r in page],
+        runs=[RunSnapshot.of(r, waits.get(r.id, [])) for r in page],
         next_cursor=_encode_cursor(page[-1].pos) if more and page else None,
     )
 

@@ -1,5 +1,5 @@
 """User assistants of the LangGraph face, and their versions, written once for both
-backends over ``_rtx()`` / ``_wtx()`` and the named queries of ``queries_assistants.sql``.
+backends over ``_reading()`` / ``_writing()`` and the named queries of ``queries_assistants.sql``.
 
 An assistant is a graph with a configuration, owned by the principal that created it:
 every statement names the principal, so another principal's assistant does not exist for
@@ -16,15 +16,13 @@ SQLite's ``BEGIN IMMEDIATE``), so two concurrent updates get two different versi
 
 from __future__ import annotations
 
-import abc
 import datetime as dt
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from outlast.errors import OutlastError
 from outlast.store.base import Assistant
-from outlast.store.common import Tx
+from outlast.store.common import Tx, TxProvider
 
 SORT_FIELDS = frozenset({"assistant_id", "graph_id", "name", "created_at", "updated_at"})
 # What an update may change; ``metadata`` is merged into the current metadata, the other
@@ -59,9 +57,9 @@ def _assistant(tx: Tx, row: Mapping[str, Any]) -> Assistant:
         graph_id=row["graph_id"],
         name=row["name"],
         description=row["description"],
-        config=tx.load(row["config"]) or {},
-        context=tx.load(row["context"]) or {},
-        metadata=tx.load(row["metadata"]) or {},
+        config=tx.decode_json(row["config"]) or {},
+        context=tx.decode_json(row["context"]) or {},
+        metadata=tx.decode_json(row["metadata"]) or {},
         version=int(row["version"]),
         created_at=created,
         updated_at=_when(row["updated_at"]) if "updated_at" in row else created,
@@ -73,19 +71,13 @@ def _filters(
     tx: Tx, metadata: Mapping[str, Any] | None, graph_id: str | None, name: str | None
 ) -> dict[str, Any]:
     return {
-        "metadata": tx.json(dict(metadata)) if metadata else None,
+        "metadata": tx.encode_json(dict(metadata)) if metadata else None,
         "graph_id": graph_id,
         "assistant_name": name or None,
     }
 
 
-class AssistantOps(abc.ABC):
-    @abc.abstractmethod
-    def _rtx(self) -> AbstractAsyncContextManager[Tx]: ...
-
-    @abc.abstractmethod
-    def _wtx(self) -> AbstractAsyncContextManager[Tx]: ...
-
+class AssistantOps(TxProvider):
     async def create_assistant(
         self,
         *,
@@ -104,7 +96,7 @@ class AssistantOps(abc.ABC):
         one inserts and the others find its row. An existing id is AssistantExists,
         unless ``if_exists == "do_nothing"`` and it is the caller's own (then it is
         returned as it is); another principal's assistant is never returned."""
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             rows = await tx.rows(
                 "a_insert",
                 assistant_id=assistant_id,
@@ -112,9 +104,9 @@ class AssistantOps(abc.ABC):
                 graph_id=graph_id,
                 assistant_name=name,
                 description=description,
-                config=tx.json(dict(config or {})),
-                context=tx.json(dict(context or {})),
-                metadata=tx.json(dict(metadata or {})),
+                config=tx.encode_json(dict(config or {})),
+                context=tx.encode_json(dict(context or {})),
+                metadata=tx.encode_json(dict(metadata or {})),
             )
             if rows:
                 await tx.rows("a_snapshot_version", assistant_id=assistant_id)
@@ -126,7 +118,7 @@ class AssistantOps(abc.ABC):
         raise AssistantExists(f"Assistant {assistant_id} already exists")
 
     async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             rows = await tx.rows("a_get", assistant_id=assistant_id, principal=principal)
             return _assistant(tx, rows[0]) if rows else None
 
@@ -147,7 +139,7 @@ class AssistantOps(abc.ABC):
         case-insensitive substring. Ties in the sort key are ordered by id, ascending."""
         if sort_by not in SORT_FIELDS:
             raise ValueError(f"cannot sort assistants by {sort_by!r}")
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             where = _filters(tx, metadata, graph_id, name)
             rows = await tx.rows(
                 "a_search",
@@ -169,7 +161,7 @@ class AssistantOps(abc.ABC):
         graph_id: str | None = None,
         name: str | None = None,
     ) -> int:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             rows = await tx.rows(
                 "a_count", principal=principal, **_filters(tx, metadata, graph_id, name)
             )
@@ -184,7 +176,7 @@ class AssistantOps(abc.ABC):
         unknown = set(changes) - UPDATABLE
         if unknown:
             raise ValueError(f"cannot update assistant fields {sorted(unknown)}")
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             locked = await tx.rows("a_lock", assistant_id=assistant_id, principal=principal)
             if not locked:
                 raise AssistantNotFound(f"Assistant {assistant_id} not found")
@@ -197,9 +189,9 @@ class AssistantOps(abc.ABC):
                 graph_id=changes.get("graph_id", current.graph_id),
                 assistant_name=changes.get("name", current.name),
                 description=changes.get("description", current.description),
-                config=tx.json(dict(changes.get("config", current.config))),
-                context=tx.json(dict(changes.get("context", current.context))),
-                metadata=tx.json({**current.metadata, **dict(changes.get("metadata", {}))}),
+                config=tx.encode_json(dict(changes.get("config", current.config))),
+                context=tx.encode_json(dict(changes.get("context", current.context))),
+                metadata=tx.encode_json({**current.metadata, **dict(changes.get("metadata", {}))}),
                 version=int(version),
             )
             await tx.rows("a_snapshot_version", assistant_id=assistant_id)
@@ -207,7 +199,7 @@ class AssistantOps(abc.ABC):
 
     async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None:
         """Delete the assistant and its versions (the foreign key cascades)."""
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             if not await tx.rows("a_delete", assistant_id=assistant_id, principal=principal):
                 raise AssistantNotFound(f"Assistant {assistant_id} not found")
 
@@ -222,14 +214,14 @@ class AssistantOps(abc.ABC):
     ) -> list[Assistant]:
         """The assistant's versions, newest first (``updated_at`` is the version's own
         time); AssistantNotFound if the principal has no such assistant."""
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             if not await tx.rows("a_get", assistant_id=assistant_id, principal=principal):
                 raise AssistantNotFound(f"Assistant {assistant_id} not found")
             rows = await tx.rows(
                 "a_versions",
                 assistant_id=assistant_id,
                 principal=principal,
-                metadata=tx.json(dict(metadata)) if metadata else None,
+                metadata=tx.encode_json(dict(metadata)) if metadata else None,
                 limit=limit,
                 offset=offset,
             )
@@ -240,7 +232,7 @@ class AssistantOps(abc.ABC):
     ) -> Assistant:
         """Make a stored version current again (its fields copied back; no new
         version); AssistantNotFound for an unknown assistant or version."""
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             rows = await tx.rows(
                 "a_set_latest", assistant_id=assistant_id, principal=principal, version=version
             )

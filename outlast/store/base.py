@@ -285,11 +285,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def get_wait(self, run_id: str, wait_id: str) -> Wait:
-        """The wait, read under its row lock; WaitNotFound unless it is this run's."""
+        """The wait; WaitNotFound unless it is this run's."""
 
     @abc.abstractmethod
     async def list_waits(self, run_id: str, status: str | None = None) -> list[Wait]:
         """The run's waits (of one ``WaitStatus`` if given), oldest first."""
+
+    @abc.abstractmethod
+    async def open_waits(self, run_ids: Sequence[str]) -> dict[str, list[Wait]]:
+        """The open waits of each of ``run_ids`` (runs without one are absent), in one read:
+        a listing asks once per page, never once per row."""
 
     @abc.abstractmethod
     async def signal(self, key: str, payload: Any, principal: str = "") -> list[str]:

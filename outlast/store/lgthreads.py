@@ -1,5 +1,5 @@
 """Threads and LangGraph runs of the LangGraph face, written once for both backends over
-``_rtx()`` / ``_wtx()`` and the named queries of ``queries_langgraph.sql``.
+``_reading()`` / ``_writing()`` and the named queries of ``queries_langgraph.sql``.
 
 What must hold on both backends, and is therefore here and not in SQL:
 
@@ -17,7 +17,6 @@ import abc
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from outlast.errors import IdempotencyKeyReused, ThreadBusy
@@ -30,7 +29,7 @@ from outlast.store.base import (
     same_request,
     system_assistant_id,
 )
-from outlast.store.common import Tx, _answer, append_events
+from outlast.store.common import Tx, TxProvider, _answer, append_events
 from outlast.store.hub import CONTROL, QUEUE, STATUS
 from outlast.vocabulary import RunStatus
 
@@ -52,13 +51,13 @@ def _thread(tx: Tx, row: Mapping[str, Any]) -> Thread:
     return Thread(
         thread_id=row["thread_id"],
         principal=row["principal"],
-        metadata=tx.load(row["metadata"]) or {},
+        metadata=tx.decode_json(row["metadata"]) or {},
         created_at=_when(row["created_at"]),
         updated_at=_when(row["updated_at"]),
         run_id=str(row["run_id"]) if status else None,
         run_status=RunStatus(status) if status else None,
         run_graph=row["run_graph"] if status else None,
-        run_error=tx.load(row["run_error"]) if status else None,
+        run_error=tx.decode_json(row["run_error"]) if status else None,
         asking=bool(row["asking"]) if status else False,
     )
 
@@ -71,8 +70,8 @@ def _lg(tx: Tx, row: Mapping[str, Any]) -> LgRun:
         principal=row["principal"],
         assistant_id=row["assistant_id"],
         from_seq=int(row["from_seq"]),
-        kwargs=tx.load(row["kwargs"]) or {},
-        metadata=tx.load(row["metadata"]) or {},
+        kwargs=tx.decode_json(row["kwargs"]) or {},
+        metadata=tx.decode_json(row["metadata"]) or {},
         multitask_strategy=row["multitask_strategy"],
         created_at=_when(row["created_at"]),
         idempotency_key=row["idempotency_key"],
@@ -97,13 +96,7 @@ def native(run: Run, assistant_id: str) -> LgRun:
     )
 
 
-class LangGraphOps(abc.ABC):
-    @abc.abstractmethod
-    def _rtx(self) -> AbstractAsyncContextManager[Tx]: ...
-
-    @abc.abstractmethod
-    def _wtx(self) -> AbstractAsyncContextManager[Tx]: ...
-
+class LangGraphOps(TxProvider):
     @abc.abstractmethod
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
 
@@ -112,12 +105,12 @@ class LangGraphOps(abc.ABC):
     async def lg_create_thread(
         self, thread_id: str, principal: str, metadata: dict[str, Any]
     ) -> tuple[Thread, bool]:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             rows = await tx.rows(
                 "lg_thread_insert",
                 thread_id=thread_id,
                 principal=principal,
-                metadata=tx.json(metadata),
+                metadata=tx.encode_json(metadata),
             )
             if rows:
                 return _thread(tx, rows[0]), True
@@ -131,12 +124,12 @@ class LangGraphOps(abc.ABC):
         principal: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> list[Thread]:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             rows = await tx.rows(
                 "lg_threads_with_latest",
                 thread_id=thread_id,
                 principal=principal,
-                metadata=tx.json(metadata) if metadata else None,
+                metadata=tx.encode_json(metadata) if metadata else None,
             )
             threads = [_thread(tx, r) for r in rows]
         if metadata:  # SQLite has no containment operator; Postgres already filtered
@@ -144,11 +137,11 @@ class LangGraphOps(abc.ABC):
         return threads
 
     async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             return await _merge_metadata(tx, thread_id, patch)
 
     async def lg_delete_thread(self, thread_id: str) -> bool:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             await tx.rows("thread_lock", thread_id=thread_id)
             for row in await tx.rows("lg_thread_runs_active", thread_id=thread_id):
                 # a worker executing one of them loses its lease (the row is gone) and
@@ -160,7 +153,7 @@ class LangGraphOps(abc.ABC):
     # -- runs --------------------------------------------------------------------------
 
     async def lg_expire_temporary(self, age: float) -> list[str]:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             ids = [r["thread_id"] for r in await tx.rows("lg_temporary_done", age=age)]
             for thread_id in ids:
                 await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
@@ -176,7 +169,7 @@ class LangGraphOps(abc.ABC):
         supersede_reason: str,
         temporary: bool = False,
     ) -> tuple[LgRun, Run, bool]:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             await tx.rows("thread_lock", thread_id=new.thread_id)
             if new.idempotency_key is not None:
                 replay = await _replayed(tx, new)
@@ -207,7 +200,7 @@ class LangGraphOps(abc.ABC):
     async def lg_resume(
         self, run_id: str, answers: dict[str, Any], lg: LgRun
     ) -> tuple[LgRun, bool]:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             if lg.idempotency_key is not None:
                 found = await tx.rows(
                     "lg_run_by_key", principal=lg.principal, key=lg.idempotency_key
@@ -233,12 +226,12 @@ class LangGraphOps(abc.ABC):
             return _lg(tx, rows[0]), True
 
     async def lg_get_run(self, lg_id: str) -> LgRun | None:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             rows = await tx.rows("lg_run_get", id=lg_id)
             return _lg(tx, rows[0]) if rows else None
 
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             made = [_lg(tx, r) for r in await tx.rows("lg_runs_of_thread", thread_id=thread_id)]
             plain = [
                 tx.run(r) for r in await tx.rows("lg_native_runs_of_thread", thread_id=thread_id)
@@ -247,11 +240,11 @@ class LangGraphOps(abc.ABC):
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
 
     async def lg_runs_of_run(self, run_id: str) -> list[LgRun]:
-        async with self._rtx() as tx:
+        async with self._reading() as tx:
             return [_lg(tx, r) for r in await tx.rows("lg_runs_of_run", run_id=run_id)]
 
     async def lg_delete_runs_of(self, run_id: str) -> None:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             await tx.rows("lg_run_mark_deleted", run_id=run_id)
 
 
@@ -280,8 +273,8 @@ async def _insert_lg(tx: Tx, lg: LgRun) -> list[Mapping[str, Any]]:
         principal=lg.principal,
         assistant_id=lg.assistant_id,
         from_seq=lg.from_seq,
-        kwargs=tx.json(lg.kwargs),
-        metadata=tx.json(lg.metadata),
+        kwargs=tx.encode_json(lg.kwargs),
+        metadata=tx.encode_json(lg.metadata),
         multitask_strategy=lg.multitask_strategy,
         idempotency_key=lg.idempotency_key,
     )
@@ -326,8 +319,8 @@ async def _merge_metadata(tx: Tx, thread_id: str, patch: dict[str, Any]) -> Thre
     found = await tx.rows("lg_thread_get", thread_id=thread_id)
     if not found:
         return None
-    current = tx.load(found[0]["metadata"]) or {}
+    current = tx.decode_json(found[0]["metadata"]) or {}
     rows = await tx.rows(
-        "lg_thread_set_metadata", thread_id=thread_id, metadata=tx.json({**current, **patch})
+        "lg_thread_set_metadata", thread_id=thread_id, metadata=tx.encode_json({**current, **patch})
     )
     return _thread(tx, rows[0])

@@ -34,7 +34,7 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
-from outlast.store.common import CommonOps, Tx
+from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import Hub
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.pg_listen import Listener
@@ -55,7 +55,7 @@ from outlast.vocabulary import RunStatus
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
-class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
+class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     backend = "postgres"
 
     def __init__(
@@ -201,12 +201,14 @@ class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
         return same_request(new, run_from_row(found[0])), False
 
     @asynccontextmanager
-    async def _rtx(self) -> AsyncIterator[Tx]:
+    async def _reading(self) -> AsyncIterator[Tx]:
+        # Autocommit: MVCC reads neither wait for writers nor hold them up, and a
+        # BEGIN/COMMIT pair would cost every read two more round trips.
         async with self.pool.connection() as conn:
             yield _PgTx(conn, self._q)
 
     @asynccontextmanager
-    async def _wtx(self) -> AsyncIterator[Tx]:
+    async def _writing(self) -> AsyncIterator[Tx]:
         async with self.pool.connection() as conn, conn.transaction():
             yield _PgTx(conn, self._q)
 
@@ -295,7 +297,8 @@ class PostgresStore(CommonOps, AssistantOps, LangGraphOps, Store):
 
 
 class _PgTx:
-    """A transaction for store/waits.py; NOTIFY inside it is delivered at commit."""
+    """A pool connection for the shared code (common.py), in a transaction when it
+    writes; a NOTIFY inside a transaction is delivered at its commit."""
 
     def __init__(self, conn: Conn, q: dict[str, str]) -> None:
         self._conn = conn
@@ -305,14 +308,14 @@ class _PgTx:
         cur = await self._conn.execute(self._q[name], params)
         return list(await cur.fetchall()) if cur.description is not None else []
 
-    def json(self, value: Any) -> Any:
-        return dumps_or_none(value)
+    def encode_json(self, value: Any) -> Any:
+        return dumps_or_none(value)  # text, cast to jsonb by the query
 
-    def load(self, value: Any) -> Any:
-        return value
+    def decode_json(self, value: Any) -> Any:
+        return value  # psycopg has decoded jsonb already
 
-    def ts(self, value: Any) -> Any:
-        return value
+    def encode_time(self, value: Any) -> Any:
+        return value  # psycopg adapts an aware datetime to timestamptz
 
     def wait(self, row: Mapping[str, Any]) -> Wait:
         return wait_from_row(row)

@@ -2,9 +2,12 @@
 
 The same contract as Postgres, with the database's write lock in place of row locks:
 every multi-statement write runs in ``BEGIN IMMEDIATE``, so seq assignment and lease
-checks cannot interleave. Notifications go to the in-process hub after commit. Several
-processes on one SQLite file stay correct (fencing and seq are enforced by the database)
-but only wake each other by the poll safety net; use Postgres to scale out.
+checks cannot interleave. Reads never take that lock: they run on a second, read-only
+connection, in a deferred transaction that WAL lets proceed while a writer holds the
+lock, so a listing or a stream's catch-up never waits for (nor stalls) the event appends
+of running runs. Notifications go to the in-process hub after commit. Several processes
+on one SQLite file stay correct (fencing and seq are enforced by the database) but only
+wake each other by the poll safety net; use Postgres to scale out.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,7 +41,7 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
-from outlast.store.common import CommonOps, Tx
+from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.rows import (
@@ -64,9 +68,11 @@ def _run(row: Any) -> Run:
     return run_from_row(row, _load, _when)
 
 
-async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
-    # The run store manages its own transactions (BEGIN IMMEDIATE); the checkpointer
-    # expects the sqlite3 default and commits by itself.
+async def _connect(
+    path: Path, *, autocommit: bool, read_only: bool = False
+) -> aiosqlite.Connection:
+    # The run store manages its own transactions (BEGIN IMMEDIATE, or a deferred BEGIN
+    # for reads); the checkpointer expects the sqlite3 default and commits by itself.
     if autocommit:
         conn = await aiosqlite.connect(path, isolation_level=None)
     else:
@@ -76,10 +82,14 @@ async def _connect(path: Path, *, autocommit: bool) -> aiosqlite.Connection:
     await conn.execute("PRAGMA synchronous=NORMAL")
     await conn.execute("PRAGMA busy_timeout=10000")
     await conn.execute("PRAGMA foreign_keys=ON")
+    if read_only:
+        # A write sent through _reading() by mistake fails at once instead of quietly
+        # taking the write lock from inside a read transaction.
+        await conn.execute("PRAGMA query_only=ON")
     return conn
 
 
-class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
+class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
@@ -88,10 +98,13 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         self.hub = hub or Hub()
         self._q = queries("sqlite")
         self._conn: aiosqlite.Connection | None = None
+        self._read_conn: aiosqlite.Connection | None = None
         self._saver_conn: aiosqlite.Connection | None = None
         self._saver: AsyncSqliteSaver | None = None
-        # One connection, one writer at a time within the process.
+        # One transaction at a time on each connection: one writer in the process, and
+        # one reader (whose transaction, in WAL, does not wait for the writer's).
         self._lock = asyncio.Lock()
+        self._read_lock = asyncio.Lock()
 
     async def open(self) -> None:
         if self._conn is not None:
@@ -99,6 +112,7 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = await _connect(self.path, autocommit=True)
+            self._read_conn = await _connect(self.path, autocommit=True, read_only=True)
             self._saver_conn = await _connect(self.checkpoint_path, autocommit=False)
             items_conn = await _connect(self.checkpoint_path, autocommit=True)
         except Exception as exc:
@@ -110,34 +124,40 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         if self._items is not None:
             await items.close(self._items)  # and its connection
             self._items = None
-        for conn in (self._conn, self._saver_conn):
+        for conn in (self._conn, self._read_conn, self._saver_conn):
             if conn is not None:
                 await conn.close()
-        self._conn = self._saver_conn = None
+        self._conn = self._read_conn = self._saver_conn = None
         self._saver = None
 
     @property
     def conn(self) -> aiosqlite.Connection:
+        """The connection that writes (every write of the run store goes through it)."""
         if self._conn is None:
             raise RuntimeError("SqliteStore.open() was not called")
         return self._conn
 
+    @property
+    def read_conn(self) -> aiosqlite.Connection:
+        """The read-only connection ``_reading()`` uses."""
+        if self._read_conn is None:
+            raise RuntimeError("SqliteStore.open() was not called")
+        return self._read_conn
+
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
+            # BEGIN inside the try: a task cancelled while it waits for BEGIN (a client
+            # that went away) has still sent it, and must still send the ROLLBACK.
             try:
+                await self.conn.execute("BEGIN IMMEDIATE")
                 yield self.conn
                 await self.conn.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails: never leave the shared connection inside
-                # a transaction.
-                await self.conn.execute("ROLLBACK")
+                # a transaction (there is none if BEGIN itself failed, busy).
+                await _rollback(self.conn)
                 raise
-
-    async def _all(self, name: str, params: dict[str, Any]) -> list[Any]:
-        async with self._lock, self.conn.execute(self._q[name], params) as cur:
-            return list(await cur.fetchall())
 
     async def migrate(self) -> list[str]:
         applied: list[str] = []
@@ -165,7 +185,7 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
 
     async def ping(self) -> None:
         try:
-            await self._all("first_retained_seq", {"run_id": ""})
+            await self.first_retained_seq("")
         except Exception as exc:
             raise StoreUnavailable(str(exc)) from exc
 
@@ -190,7 +210,7 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
     # -- acceptance and reads ----------------------------------------------------------
 
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        async with self._wtx() as tx:
+        async with self._writing() as tx:
             return await self._insert_run(tx, new)
 
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
@@ -224,14 +244,24 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         return same_request(new, _run(found[0])), False
 
     @asynccontextmanager
-    async def _rtx(self) -> AsyncIterator[Tx]:
-        async with self._lock:  # autocommit: each statement reads a committed state
-            tx = _SqliteTx(self._q)
-            tx.conn = self.conn
-            yield tx
+    async def _reading(self) -> AsyncIterator[Tx]:
+        # Deferred: the read transaction starts at the first SELECT and takes no lock a
+        # writer waits for; the statements inside all read the same committed state.
+        async with self._read_lock:
+            conn = self.read_conn
+            # BEGIN inside the try, as in _tx: a cancelled reader still ends what it began
+            # (aiosqlite runs a statement it was handed even if its caller stops waiting).
+            try:
+                await conn.execute("BEGIN")
+                tx = _SqliteTx(self._q)
+                tx.conn = conn
+                yield tx
+            finally:
+                # Nothing to commit; ending it lets WAL checkpoints move past this state.
+                await _rollback(conn)
 
     @asynccontextmanager
-    async def _wtx(self) -> AsyncIterator[Tx]:
+    async def _writing(self) -> AsyncIterator[Tx]:
         tx = _SqliteTx(self._q)
         async with self._tx() as conn:
             tx.conn = conn
@@ -405,6 +435,15 @@ class SqliteStore(CommonOps, AssistantOps, LangGraphOps, Store):
         return reaped
 
 
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """End the connection's transaction, if it has one (none when BEGIN failed)."""
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):
+            raise
+
+
 def _split(script: str) -> list[str]:
     """Split a migration into statements (no semicolons inside our literals)."""
     lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
@@ -412,7 +451,9 @@ def _split(script: str) -> list[str]:
 
 
 class _SqliteTx:
-    """A BEGIN IMMEDIATE transaction for store/waits.py; notifications wait for commit."""
+    """A transaction of the shared code (common.py): ``BEGIN IMMEDIATE`` on the writing
+    connection, or a deferred read transaction on the read-only one. Notifications are
+    kept here and published once the transaction has committed."""
 
     def __init__(self, q: dict[str, str]) -> None:
         self._q = q
@@ -424,14 +465,14 @@ class _SqliteTx:
         async with self.conn.execute(self._q[name], params) as cur:
             return [dict(row) for row in await cur.fetchall()]
 
-    def json(self, value: Any) -> Any:
+    def encode_json(self, value: Any) -> Any:
         return dumps_or_none(value)
 
-    def load(self, value: Any) -> Any:
+    def decode_json(self, value: Any) -> Any:
         return _load(value)
 
-    def ts(self, value: Any) -> Any:
-        return None if value is None else value.timestamp()
+    def encode_time(self, value: Any) -> Any:
+        return None if value is None else value.timestamp()  # unix seconds, REAL
 
     def wait(self, row: Mapping[str, Any]) -> Wait:
         return wait_from_row(row, _load, _when)

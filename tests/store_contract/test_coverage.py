@@ -10,7 +10,7 @@ from pathlib import Path
 
 from outlast.store import Store
 from outlast.store.assistants import AssistantOps
-from outlast.store.common import CommonOps
+from outlast.store.common import SharedRunOps
 from outlast.store.lgthreads import LangGraphOps
 
 HERE = Path(__file__).parent
@@ -28,7 +28,7 @@ def _public(cls: type) -> set[str]:
 
 def contract() -> set[str]:
     names = set(Store.__abstractmethods__) | _public(Store)
-    for mixin in (CommonOps, AssistantOps, LangGraphOps):
+    for mixin in (SharedRunOps, AssistantOps, LangGraphOps):
         names |= _public(mixin)
     return {n for n in names if not n.startswith("_")}
 
@@ -56,7 +56,7 @@ def test_the_contract_is_what_the_backends_implement() -> None:
     # the mixins add nothing public that Store does not declare: a backend-specific
     # method would escape the suite that holds the two backends together
     declared = set(Store.__abstractmethods__) | _public(Store)
-    for mixin in (CommonOps, AssistantOps, LangGraphOps):
+    for mixin in (SharedRunOps, AssistantOps, LangGraphOps):
         assert _public(mixin) <= declared, sorted(_public(mixin) - declared)
     assert len(contract()) > 50
     assert all(inspect.iscoroutinefunction(getattr(Store, n)) for n in ("claim", "append"))

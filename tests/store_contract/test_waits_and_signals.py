@@ -4,6 +4,7 @@ and their wakers, probes, and what ending or cancelling a run does to its waits.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
@@ -48,6 +49,23 @@ async def test_park_records_waits_and_releases_the_run(store: Store, notes: Note
     assert await notes.take() == notes_of(run.id, EVENTS, STATUS)
     assert await store.count_active("") == 0  # a waiting run holds no worker
     assert await store.claim("w", 30, 1) == []
+
+
+async def test_open_waits_of_a_page_of_runs_in_one_read(store: Store, notes: Notes) -> None:
+    first, _ = await _parked(store, HUMAN, WaitSpec("i-2", WaitKind.HUMAN, prompt="and?"))
+    second, _ = await _parked(store, HUMAN)
+    idle = await store.create_run(new_run())
+    (answered,) = [w for w in await store.list_waits(second.id) if w.interrupt_id == "i-1"]
+    await store.answer(second.id, answered.id, True)
+    await notes.take()
+    found = await store.open_waits([first.id, second.id, idle[0].id, str(uuid.uuid4())])
+    # only open waits, only runs that have one, oldest first; a read notifies nobody
+    assert set(found) == {first.id}
+    assert [w.interrupt_id for w in found[first.id]] == ["i-1", "i-2"]
+    assert all(w.status == WaitStatus.OPEN for w in found[first.id])
+    assert found[first.id] == await store.list_waits(first.id, WaitStatus.OPEN)
+    assert await store.open_waits([]) == {}
+    assert await notes.take() == set()
 
 
 async def test_park_with_a_deadline_wakes_the_wakers(store: Store, notes: Notes) -> None:

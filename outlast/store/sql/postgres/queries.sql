@@ -226,7 +226,7 @@ SELECT r.id, r.status, r.last_seq,
 FROM r;
 
 -- ---------------------------------------------------------------------------------------
--- Waits, signals, threads, retention. Run inside one transaction by store/waits.py; every
+-- Waits, signals, threads, retention. Sent by store/common.py (SharedRunOps) through a Tx; every
 -- JSON parameter arrives as text.
 
 -- name: insert_event
@@ -285,6 +285,16 @@ SET status = 'answered', answer_key = %(key)s, answer = %(answer)s::jsonb, answe
     answered_at = clock_timestamp(), last_signal_at = clock_timestamp()
 WHERE id = %(id)s AND status = 'open'
 RETURNING *;
+
+-- name: w_read
+-- w_get without the row lock, for reads.
+SELECT * FROM outlast_waits WHERE id = %(id)s;
+
+-- name: w_open_of_runs
+-- The open waits of a page of runs (a JSON array of run ids), in one query.
+SELECT * FROM outlast_waits
+WHERE run_id IN (SELECT value::uuid FROM jsonb_array_elements_text(%(run_ids)s::jsonb)) AND status = 'open'
+ORDER BY run_id, since, id;
 
 -- name: w_list
 SELECT * FROM outlast_waits

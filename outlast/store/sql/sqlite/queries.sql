@@ -193,6 +193,16 @@ SET status = 'answered', answer_key = :key, answer = :answer, answered_how = :ho
 WHERE id = :id AND status = 'open'
 RETURNING *;
 
+-- name: w_read
+-- w_get without the row lock, for reads.
+SELECT * FROM outlast_waits WHERE id = :id;
+
+-- name: w_open_of_runs
+-- The open waits of a page of runs (a JSON array of run ids), in one query.
+SELECT * FROM outlast_waits
+WHERE run_id IN (SELECT value FROM json_each(:run_ids)) AND status = 'open'
+ORDER BY run_id, since, id;
+
 -- name: w_list
 SELECT * FROM outlast_waits
 WHERE run_id = :run_id AND (:status IS NULL OR status = :status)

@@ -1,0 +1,190 @@
+-- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
+-- Up to migration: 0010_temporary_threads
+--
+-- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
+-- applies the numbered files beside this one, to a fresh file as to an old one, so there
+-- is one path to a schema and outlast_migrations always says what a file has.
+-- tests/test_store_schema.py applies the migrations to an empty file, runs this script on
+-- another and compares the two (columns, keys, checks, indexes): when you add a migration,
+-- change this file to the schema it leaves and the "Up to migration" line above.
+--
+-- JSON is TEXT, times are REAL unix seconds taken from the database clock
+-- ((julianday('now') - 2440587.5) * 86400), booleans are INTEGER 0/1. The checkpoints
+-- and LangGraph's item store live in another file (checkpoints.db), in LangGraph's own
+-- tables.
+
+-- What SqliteStore.migrate itself creates before the first migration.
+CREATE TABLE outlast_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+);
+
+-- Runs: the durable identity of each piece of work, with its worker lease. `pos` is the
+-- acceptance order: the queue and the listings sort by it (timestamps can tie).
+CREATE TABLE outlast_runs (
+    pos              INTEGER PRIMARY KEY AUTOINCREMENT,
+    id               TEXT NOT NULL UNIQUE,
+    principal        TEXT NOT NULL DEFAULT '',
+    thread_id        TEXT NOT NULL,
+    graph            TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN
+                         ('queued', 'running', 'waiting', 'cancelling',
+                          'completed', 'failed', 'cancelled')),
+    input            TEXT NOT NULL,
+    config           TEXT NOT NULL,
+    metadata         TEXT NOT NULL,
+    budget           TEXT,
+    idempotency_key  TEXT,
+    fingerprint      TEXT NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL,
+    worker_id        TEXT,
+    lease_epoch      INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at REAL,
+    last_seq         INTEGER NOT NULL DEFAULT 0,
+    result           TEXT,
+    error            TEXT,
+    created_at       REAL NOT NULL,
+    updated_at       REAL NOT NULL,
+    activity         TEXT,  -- what a running run is doing now (0004)
+    usage            TEXT,  -- budget usage (0005)
+    options          TEXT,  -- what a LangGraph request sets for the execution (0009)
+    -- NULL keys never conflict, so runs without a key are unconstrained.
+    UNIQUE (principal, idempotency_key)
+);
+CREATE INDEX outlast_runs_queue ON outlast_runs (pos) WHERE status = 'queued';
+CREATE INDEX outlast_runs_leases ON outlast_runs (lease_expires_at)
+    WHERE status IN ('running', 'cancelling');
+CREATE INDEX outlast_runs_worker ON outlast_runs (worker_id) WHERE worker_id IS NOT NULL;
+CREATE INDEX outlast_runs_thread ON outlast_runs (thread_id, pos DESC);
+CREATE INDEX outlast_runs_thread_active ON outlast_runs (thread_id)
+    WHERE status IN ('queued', 'running', 'cancelling', 'waiting');
+CREATE INDEX outlast_runs_status ON outlast_runs (status, pos DESC);
+
+-- Events: seq is 1, 2, 3 … per run, no holes; outlast_runs.last_seq is the counter.
+CREATE TABLE outlast_events (
+    run_id     TEXT NOT NULL REFERENCES outlast_runs (id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    type       TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- Waits: what a parked run waits for, since when, under which lease.
+CREATE TABLE outlast_waits (
+    id               TEXT PRIMARY KEY,
+    run_id           TEXT NOT NULL REFERENCES outlast_runs (id) ON DELETE CASCADE,
+    interrupt_id     TEXT NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN
+                         ('human', 'external', 'timer', 'event', 'auth', 'budget',
+                          'reconciliation')),
+    status           TEXT NOT NULL CHECK (status IN ('open', 'answered', 'resumed', 'withdrawn')),
+    object           TEXT,
+    prompt           TEXT,
+    schema           TEXT,
+    event_keys       TEXT,
+    has_default      INTEGER NOT NULL DEFAULT 0,
+    default_answer   TEXT,
+    probe            TEXT,
+    answer           TEXT,
+    answered_how     TEXT,
+    since            REAL NOT NULL,
+    last_signal_at   REAL,
+    lease_expires_at REAL,
+    wake_at          REAL,
+    renewals         INTEGER NOT NULL DEFAULT 0,
+    failures         INTEGER NOT NULL DEFAULT 0,
+    answered_at      REAL,
+    answer_key       TEXT  -- the Idempotency-Key the answer came with (0003)
+);
+CREATE INDEX outlast_waits_run ON outlast_waits (run_id, since);
+CREATE INDEX outlast_waits_due ON outlast_waits (wake_at) WHERE status = 'open';
+
+-- Signals are stored first and matched to waits second; a signal wakes only the waits
+-- of the principal that sent it.
+CREATE TABLE outlast_signals (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key        TEXT NOT NULL,
+    payload    TEXT,
+    created_at REAL NOT NULL,
+    principal  TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX outlast_signals_key ON outlast_signals (key, created_at DESC);
+
+-- The effects ledger: one row per side effect of a run.
+CREATE TABLE outlast_effects (
+    run_id      TEXT NOT NULL REFERENCES outlast_runs (id) ON DELETE CASCADE,
+    key         TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args_hash   TEXT NOT NULL,
+    args        TEXT,
+    idempotent  INTEGER NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('started', 'done', 'failed', 'unknown')),
+    result      TEXT,
+    error       TEXT,
+    started_at  REAL NOT NULL,
+    finished_at REAL,
+    calls       INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (run_id, key)
+);
+
+-- The LangGraph face: threads as entities, user assistants and their versions, and
+-- LangGraph runs (stretches of one outlast run's log).
+CREATE TABLE outlast_threads (
+    thread_id  TEXT PRIMARY KEY,
+    principal  TEXT NOT NULL DEFAULT '',
+    metadata   TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    temporary  INTEGER NOT NULL DEFAULT 0  -- a stateless run's thread (0010)
+);
+CREATE INDEX outlast_threads_principal ON outlast_threads (principal, created_at DESC);
+CREATE INDEX outlast_threads_temporary ON outlast_threads (thread_id) WHERE temporary = 1;
+
+CREATE TABLE outlast_assistants (
+    assistant_id TEXT PRIMARY KEY,
+    principal    TEXT NOT NULL DEFAULT '',
+    graph_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT,
+    config       TEXT NOT NULL DEFAULT '{}',
+    context      TEXT NOT NULL DEFAULT '{}',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    version      INTEGER NOT NULL DEFAULT 1,
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL
+);
+CREATE INDEX outlast_assistants_principal ON outlast_assistants (principal, created_at DESC);
+
+CREATE TABLE outlast_assistant_versions (
+    assistant_id TEXT NOT NULL REFERENCES outlast_assistants (assistant_id) ON DELETE CASCADE,
+    version      INTEGER NOT NULL,
+    graph_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT,
+    config       TEXT NOT NULL DEFAULT '{}',
+    context      TEXT NOT NULL DEFAULT '{}',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   REAL NOT NULL,
+    PRIMARY KEY (assistant_id, version)
+);
+
+CREATE TABLE outlast_lg_runs (
+    id                 TEXT PRIMARY KEY,
+    run_id             TEXT NOT NULL REFERENCES outlast_runs (id) ON DELETE CASCADE,
+    thread_id          TEXT NOT NULL,
+    principal          TEXT NOT NULL DEFAULT '',
+    assistant_id       TEXT NOT NULL,
+    from_seq           INTEGER NOT NULL,
+    kwargs             TEXT NOT NULL DEFAULT '{}',
+    metadata           TEXT NOT NULL DEFAULT '{}',
+    multitask_strategy TEXT NOT NULL DEFAULT 'enqueue',
+    idempotency_key    TEXT,
+    deleted            INTEGER NOT NULL DEFAULT 0,
+    created_at         REAL NOT NULL,
+    UNIQUE (principal, idempotency_key)
+);
+CREATE INDEX outlast_lg_runs_thread ON outlast_lg_runs (thread_id, created_at DESC);
+CREATE INDEX outlast_lg_runs_run ON outlast_lg_runs (run_id, from_seq DESC);
