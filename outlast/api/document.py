@@ -55,7 +55,20 @@ def _statuses(method: str, operation: dict[str, Any], app: Any) -> set[int]:
     return found
 
 
+def _not_null(operation: dict[str, Any]) -> None:
+    """A query parameter or header is a string or absent, never JSON ``null``: FastAPI
+    says ``anyOf [X, null]`` for an optional one, which clients and fuzzers read as
+    "send the text null"."""
+    for param in operation.get("parameters", []):
+        schema = param.get("schema", {})
+        branches = [b for b in schema.get("anyOf", []) if b.get("type") != "null"]
+        if len(branches) == 1 and len(schema["anyOf"]) == 2:
+            del schema["anyOf"]
+            param["schema"] = {**branches[0], **schema}
+
+
 def _problems(path: str, method: str, operation: dict[str, Any], app: FastAPI) -> None:
+    _not_null(operation)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     statuses = {int(code) for code in responses if code.isdigit()}
     statuses |= {500} if path in PUBLIC else _statuses(method, operation, app)
@@ -77,7 +90,7 @@ def _graphs(schemas: dict[str, Any], app: FastAPI) -> None:
         graph = schemas.get(name, {}).get("properties", {}).get("graph", {})
         for branch in graph.get("anyOf", []):
             if branch.get("type") == "string":
-                branch["enum"] = list(ctx.registry.names)
+                branch["enum"] = ["", *ctx.registry.names]  # "": the first one
 
 
 def install(app: FastAPI) -> None:

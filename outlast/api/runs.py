@@ -30,6 +30,18 @@ from outlast.vocabulary import RunStatus
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 
+# One frame of the stream; ``data`` is the event's JSON envelope (seq, type, time,
+# run_id, data) or, for a gap or snapshot, what the README describes.
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "the event's seq: resume after it"},
+        "event": {"type": "string", "description": "the event's type"},
+        "data": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+}
+
 
 @router.post(
     "/runs", status_code=202, response_model=RunSnapshot, responses=declared(409, 413, 422, 429)
@@ -90,7 +102,7 @@ async def list_runs(
     response_class=EventSourceResponse,
     responses={
         200: {
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": SSE_FRAME}},
             "description": "the run's events",
         },
         **declared(400, 404, 429),

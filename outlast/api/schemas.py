@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainValidator,
@@ -75,7 +76,15 @@ JSONObject = Annotated[
 ]
 JSONAny = Annotated[Any, PlainValidator(lambda v: v, json_schema_input_type=StorableJSON)]
 NoNulStr = Annotated[StrictStr, Field(json_schema_extra={"pattern": NO_NUL})]
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+def _integral(value: Any) -> Any:
+    """2.0 is an integer to JSON Schema (and to LangGraph's counters): taken as 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Strict, so "5" and true stay refused as they were.
+PositiveInt = Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=1)]
 
 
 def _check_storable(value: Any, depth: int = 0) -> None:
