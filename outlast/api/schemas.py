@@ -60,7 +60,12 @@ STORABLE_JSON: dict[str, Any] = {
         {"type": "number"},
         {"type": "string", "pattern": NO_NUL},
         {"type": "array", "items": {"$ref": _REF + "StorableJSON"}},
-        {"$ref": _REF + "StorableObject"},
+        # inline, not a $ref to StorableObject: schemathesis misreads a ref inside a ref
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": _REF + "StorableJSON"},
+        },
     ],
 }
 
@@ -84,7 +89,7 @@ def _integral(value: Any) -> Any:
 
 
 # Strict, so "5" and true stay refused as they were.
-PositiveInt = Annotated[int, BeforeValidator(_integral), Field(strict=True, ge=1)]
+PositiveInt = Annotated[Annotated[int, Field(strict=True, ge=1)], BeforeValidator(_integral)]
 
 
 def _check_storable(value: Any, depth: int = 0) -> None:
