@@ -81,6 +81,8 @@ JSONObject = Annotated[
 ]
 JSONAny = Annotated[Any, PlainValidator(lambda v: v, json_schema_input_type=StorableJSON)]
 NoNulStr = Annotated[StrictStr, Field(json_schema_extra={"pattern": NO_NUL})]
+
+
 def _integral(value: Any) -> Any:
     """2.0 is an integer to JSON Schema (and to LangGraph's counters): taken as 2."""
     if isinstance(value, float) and value.is_integer():
