@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_ENV = SettingsConfigDict(env_prefix="OUTLAST_", extra="ignore")
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="OUTLAST_", extra="ignore")
+    model_config = _ENV
 
     database_url: str | None = Field(
         default=None,
@@ -144,3 +146,52 @@ class Settings(BaseSettings):
         keeping checkpoints apart stops a long checkpoint write from blocking run acceptance.
         """
         return self.data_dir / "outlast.db", self.data_dir / "checkpoints.db"
+
+
+# The settings of the parts that also run without a server (a graph in a notebook, the
+# terminal client, a worker's fault points): one small model per concern, read from the
+# environment where it is used. Read afresh on every call, not cached, as the
+# ``os.environ`` reads they replace were: a notebook or a test changes the environment
+# between calls, and each is read once per run or per command, never per event.
+
+
+class ModelSettings(BaseSettings):
+    """The chat models graphs and the supervisor call (``graph/models.py``, ``supervisor``)."""
+
+    model_config = _ENV
+
+    model: str = Field(default="", description="provider:model; unset = the scripted model")
+    model_base_url: str | None = Field(
+        default=None, description="an OpenAI-compatible server to call instead"
+    )
+    model_api_key: SecretStr | None = Field(
+        default=None, description="the key for model_base_url (never shown)"
+    )
+    supervisor_model: str = Field(
+        default="", description="provider:model of the supervisor's semantic verdict"
+    )
+
+
+class WorkspaceSettings(BaseSettings):
+    """Where the reference agent's tools may read and write (``graph/tools.py``)."""
+
+    model_config = _ENV
+
+    workspace_root: Path = Path(".")
+    data_dir: Path = Path(".outlast")
+
+
+class ClientSettings(BaseSettings):
+    """The terminal client (``outlast.client``)."""
+
+    model_config = _ENV
+
+    server: str | None = None
+
+
+class FaultSettings(BaseSettings):
+    """Crash tests' fault points (``runtime/faults.py``); only tests set them."""
+
+    model_config = _ENV
+
+    faults: str = ""

@@ -9,13 +9,15 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.types import ASGIApp
 
 from outlast import __version__
-from outlast.api import console, lg, problems
+from outlast.api import console, document, lg, problems
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
@@ -30,6 +32,12 @@ from outlast.runtime.worker import Worker
 from outlast.store import Store, make_store
 
 log = logging.getLogger(__name__)
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]
+    backend: str
+    graphs: list[str]
 
 
 class OutlastAPI(FastAPI):
@@ -91,6 +99,7 @@ def create_app(
     app.limiter = RateLimiter(settings.rate_limit)
     app.cors_origins = tuple(settings.cors_origins)
     problems.install(app)
+    document.install(app)
     app.include_router(runs_router)
     app.include_router(waits_router)
     app.include_router(threads_router)
@@ -103,7 +112,12 @@ def create_app(
         """The process answers."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"])
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        response_model=Ready,
+        responses=document.declared(503),
+    )
     async def readyz(request: Request) -> JSONResponse:
         """The database answers (and, with an embedded worker, the worker runs)."""
         ctx: AppContext = request.app.state.ctx
@@ -113,8 +127,7 @@ def create_app(
             return problems.problem(
                 503, f"database unavailable: {exc}", retryable=True, headers={"Retry-After": "1"}
             )
-        return JSONResponse(
-            {"status": "ready", "backend": ctx.store.backend, "graphs": ctx.registry.names}
-        )
+        ready = Ready(status="ready", backend=ctx.store.backend, graphs=ctx.registry.names)
+        return JSONResponse(ready.model_dump())
 
     return app

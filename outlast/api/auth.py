@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from outlast.api.problems import send_problem
 from outlast.errors import OutlastError
 
 PUBLIC = re.compile(r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*|info|ok)?$")
@@ -142,45 +143,24 @@ class Authenticate:
             found = self.keys.principal_for(token) if token else None
             if found is None:
                 detail = "an API key is required" if token is None else "unknown API key"
-                await _problem(send, 401, "Unauthorized", detail, {"WWW-Authenticate": "Bearer"})
+                await send_problem(
+                    send, 401, detail, title="Unauthorized", headers={"WWW-Authenticate": "Bearer"}
+                )
                 return
             principal = found
         if not public:
             wait = self.limiter.wait_needed(principal)
             if wait > 0:
-                await _problem(
+                await send_problem(
                     send,
                     429,
-                    "Too many requests",
                     f"more than {self.limiter.rate:g} requests per second "
                     "(OUTLAST_RATE_LIMIT); slow down",
-                    {"Retry-After": str(max(1, math.ceil(wait)))},
+                    title="Too many requests",
+                    retryable=True,
+                    headers={"Retry-After": str(max(1, math.ceil(wait)))},
                     limit="rate_limit",
                 )
                 return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
-
-
-async def _problem(
-    send: Send,
-    status: int,
-    title: str,
-    detail: str,
-    headers: dict[str, str],
-    limit: str | None = None,
-) -> None:
-    body: dict[str, object] = {
-        "type": "about:blank",
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "retryable": status == 429,
-    }
-    if limit:
-        body["limit"] = limit
-    raw = json.dumps(body).encode()
-    head = [(b"content-type", b"application/problem+json"), (b"content-length", b"%d" % len(raw))]
-    head += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": head})
-    await send({"type": "http.response.body", "body": raw})

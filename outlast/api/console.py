@@ -12,11 +12,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from outlast.api.edge import ctx_of, get_run_or_404
+from outlast.api.document import declared
+from outlast.api.edge import Ctx, RunOf
 
 STATIC = Path(__file__).parent / "static"
 CHECKPOINTS_COUNTED = 1000
@@ -30,12 +31,10 @@ async def console_page() -> FileResponse:
     return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
 
-@router.get("/v1/runs/{run_id}/preserved", tags=["runs"])
-async def preserved(request: Request, run_id: str) -> dict[str, Any]:
+@router.get("/v1/runs/{run_id}/preserved", tags=["runs"], responses=declared(404))
+async def preserved(ctx: Ctx, run: RunOf) -> dict[str, Any]:
     """What is already safe: the run's checkpoints (counted up to 1000; ``more`` says
     there are others) with the time of the last one, and its recorded effects."""
-    ctx = ctx_of(request)
-    run = await get_run_or_404(ctx, run_id)
     saver = ctx.store.checkpointer()
     config: Any = {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ""}}
     count, last = 0, None

@@ -1,5 +1,7 @@
 """What both faces of the API share at their edge: who is calling, the limits and headers
-every run-creating request is checked against, and how a run is looked up.
+every run-creating request is checked against, and how a run is looked up; for ``/v1``
+also as FastAPI dependencies (``Ctx``, ``RunOf``, ``IdempotencyKey``, ``ListCursorParam``),
+so a route states what it needs in its signature and the OpenAPI document lists it.
 
 The native face (``/v1``) and the LangGraph face (``api/lg``) are two vocabularies over
 one store; everything a request must pass before it changes anything lives here once, so
@@ -9,17 +11,18 @@ a limit refuses the same request on both).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Header, Path, Query, Request
 
 from outlast.api.context import AppContext
-from outlast.errors import OutlastError, RunNotFound
-from outlast.store import Run
+from outlast.errors import InvalidCursor, OutlastError, RunNotFound
+from outlast.store import ListCursor, Run
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 
@@ -105,3 +108,70 @@ async def admit(ctx: AppContext, thread_id: str | None, key: str | None) -> None
             "(OUTLAST_MAX_RUNS_IN_FLIGHT)",
             "max_runs_in_flight",
         )
+
+
+# -- as FastAPI dependencies: what a route declares it needs -----------------------------
+
+
+def _request_ctx(request: Request) -> AppContext:
+    return ctx_of(request)
+
+
+Ctx = Annotated[AppContext, Depends(_request_ctx)]
+
+RUN_ID = Path(
+    description="a run's id (a UUID; anything else is no run)",
+    json_schema_extra={"format": "uuid"},
+)
+
+
+async def _run_of(ctx: Ctx, run_id: Annotated[str, RUN_ID]) -> Run:
+    return await get_run_or_404(ctx, run_id)
+
+
+# The run named by the path, seen by this request's principal (404 otherwise).
+RunOf = Annotated[Run, Depends(_run_of)]
+
+
+def _idempotency_key(
+    idempotency_key: Annotated[
+        str | None,
+        # Declared, not enforced by FastAPI: a malformed key stays a 400 (BadHeader).
+        Header(json_schema_extra={"pattern": KEY_PATTERN.pattern}),
+    ] = None,
+) -> str | None:
+    return checked_key(idempotency_key)
+
+
+IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
+
+
+def _encode_cursor(pos: int) -> str:
+    return base64.urlsafe_b64encode(f"p{pos}".encode()).decode().rstrip("=")
+
+
+def list_cursor(run: Run) -> str:
+    """The opaque cursor of the page that starts after ``run``."""
+    return _encode_cursor(run.pos)
+
+
+def _decode_cursor(
+    cursor: Annotated[
+        str | None,
+        Query(max_length=100, description="a next_cursor this server returned"),
+    ] = None,
+) -> ListCursor | None:
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        pos = text[1:]
+        # Bounded, so a forged cursor is refused here, not by the database (integer overflow).
+        if not (text.startswith("p") and pos.isascii() and pos.isdigit() and len(pos) < 19):
+            raise ValueError(text)
+        return ListCursor(int(pos))
+    except ValueError:
+        raise InvalidCursor("cursor is not one this server returned") from None
+
+
+ListCursorParam = Annotated[ListCursor | None, Depends(_decode_cursor)]

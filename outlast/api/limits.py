@@ -8,23 +8,9 @@ other 413 from inside into ``application/problem+json``.
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-
-def _problem_body(max_bytes: int) -> bytes:
-    return json.dumps(
-        {
-            "type": "about:blank",
-            "title": "Request body too large",
-            "status": 413,
-            "detail": f"request body exceeds the limit of {max_bytes} bytes "
-            "(OUTLAST_MAX_BODY_BYTES)",
-            "retryable": False,
-            "limit": "max_body_bytes",
-        }
-    ).encode()
+from outlast.api.problems import PROBLEM, send_problem
 
 
 class BodyLimitProblems:
@@ -47,7 +33,7 @@ class BodyLimitProblems:
             if (
                 message["type"] == "http.response.start"
                 and message["status"] == 413
-                and (b"content-type", b"application/problem+json") not in message["headers"]
+                and (b"content-type", PROBLEM.encode()) not in message["headers"]
             ):
                 # FastAPI's own 413 (the body limit); a problem from a route stays as is.
                 replaced = True
@@ -60,16 +46,11 @@ class BodyLimitProblems:
         await self.app(scope, receive, send_or_replace)
 
     async def _refuse(self, send: Send) -> None:
-        body = _problem_body(self.max_bytes)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
+        await send_problem(
+            send,
+            413,
+            f"request body exceeds the limit of {self.max_bytes} bytes (OUTLAST_MAX_BODY_BYTES)",
+            title="Request body too large",
+            headers={"Connection": "close"},
+            limit="max_body_bytes",
         )
-        await send({"type": "http.response.body", "body": body})

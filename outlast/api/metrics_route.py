@@ -10,7 +10,16 @@ from outlast.runtime import metrics
 router = APIRouter(tags=["health"])
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {metrics.CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}},
+            "description": "Prometheus text exposition format",
+        }
+    },
+)
 async def prometheus(request: Request) -> Response:
     """Prometheus text exposition format."""
     ctx: AppContext = request.app.state.ctx

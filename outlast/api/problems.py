@@ -9,6 +9,7 @@ status and show ``detail``.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Send
 
 from outlast.errors import OutlastError
 
@@ -36,6 +38,19 @@ _TITLES = {
 }
 
 
+def _body(
+    status: int, detail: str, title: str | None, retryable: bool, extra: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "type": "about:blank",
+        "title": title or _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "retryable": retryable,
+        **extra,
+    }
+
+
 def problem(
     status: int,
     detail: str,
@@ -45,15 +60,27 @@ def problem(
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
-    body = {
-        "type": "about:blank",
-        "title": title or _TITLES.get(status, "Error"),
-        "status": status,
-        "detail": detail,
-        "retryable": retryable,
-        **extra,
-    }
+    body = _body(status, detail, title, retryable, extra)
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+async def send_problem(
+    send: Send,
+    status: int,
+    detail: str,
+    *,
+    title: str | None = None,
+    retryable: bool = False,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> None:
+    """The same problem, sent by an ASGI layer that runs outside FastAPI (authentication,
+    the body limit) and so cannot return a response."""
+    raw = json.dumps(_body(status, detail, title, retryable, extra)).encode()
+    head = [(b"content-type", PROBLEM.encode()), (b"content-length", b"%d" % len(raw))]
+    head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": raw})
 
 
 # The LangGraph face's paths (api/lg): its clients expect {"detail": ...} bodies.

@@ -1,21 +1,97 @@
-"""The API's edge: pydantic models for what clients send and receive."""
+"""The API's edge: pydantic models for what clients send and receive.
+
+The models say in the OpenAPI document what the server takes, also where pydantic does
+not enforce it itself: strings without NUL (``NO_NUL``) are declared here and refused by
+``_check_storable``, whose 422 names the reason in words.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypeAliasType
 
+from outlast.runtime.budget import DIMENSIONS
 from outlast.store import Run, Wait
+from outlast.vocabulary import LEASED, RunStatus, WaitStatus
 
 _ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
 ALLOWED_CONFIG_KEYS = frozenset(
     {"configurable", "tags", "metadata", "recursion_limit", "max_concurrency", "run_name"}
 )
 
-Status = Literal["queued", "running", "waiting", "cancelling", "completed", "failed", "cancelled"]
+# Postgres text and jsonb cannot hold NUL: a string (or key) with one is refused, and the
+# document says so, so a request it calls valid is one the store can keep.
+NO_NUL = "^[^\\x00]*$"
+_NoNul = Annotated[str, Field(pattern=NO_NUL)]
+# Named only for the document: pydantic makes components of them, and api/document.py
+# replaces their bodies with STORABLE_JSON and STORABLE_OBJECT (pydantic would say
+# patternProperties, which leaves other keys unconstrained). Validation is
+# _check_storable's, whose 422 names the reason in words.
+StorableJSON = TypeAliasType(
+    "StorableJSON",
+    "bool | float | _NoNul | list[StorableJSON] | dict[_NoNul, StorableJSON] | None",
+)
+StorableObject = TypeAliasType("StorableObject", dict[_NoNul, StorableJSON])
+_REF = "#/components/schemas/"
+STORABLE_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "propertyNames": {"pattern": NO_NUL},
+    "additionalProperties": {"$ref": _REF + "StorableJSON"},
+}
+STORABLE_JSON: dict[str, Any] = {
+    "description": "any JSON value without NUL (\\u0000) in its strings and keys",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "boolean"},
+        {"type": "number"},
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "array", "items": {"$ref": _REF + "StorableJSON"}},
+        # inline, not a $ref to StorableObject: schemathesis misreads a ref inside a ref
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": _REF + "StorableJSON"},
+        },
+    ],
+}
+
+
+def _an_object(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("Input should be a valid dictionary")
+    return value
+
+
+JSONObject = Annotated[
+    dict[str, Any], PlainValidator(_an_object, json_schema_input_type=StorableObject)
+]
+JSONAny = Annotated[Any, PlainValidator(lambda v: v, json_schema_input_type=StorableJSON)]
+NoNulStr = Annotated[StrictStr, Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def _integral(value: Any) -> Any:
+    """2.0 is an integer to JSON Schema (and to LangGraph's counters): taken as 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Strict, so "5" and true stay refused as they were.
+PositiveInt = Annotated[Annotated[int, Field(strict=True, ge=1)], BeforeValidator(_integral)]
 
 
 def _check_storable(value: Any, depth: int = 0) -> None:
@@ -43,6 +119,57 @@ def _check_storable(value: Any, depth: int = 0) -> None:
             _check_storable(item, depth + 1)
 
 
+class RunConfig(BaseModel):
+    """What LangGraph takes as a run's config: only these keys, each of the type LangGraph
+    needs (anything else would be accepted and then fail in the worker)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    configurable: JSONObject | None = Field(
+        default=None,
+        description="the graph's options; thread_id goes at the top level",
+        json_schema_extra={"not": {"required": ["thread_id"]}},
+    )
+    tags: list[NoNulStr] | None = None
+    metadata: JSONObject | None = None
+    recursion_limit: PositiveInt | None = None
+    max_concurrency: PositiveInt | None = None
+    run_name: NoNulStr | None = None
+
+
+Number = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
+
+
+class BudgetLimit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    soft: Number | None = Field(default=None, description="opens a budget checkpoint; at most hard")
+    hard: Number | None = Field(
+        default=None, description="ends the run with its best result; at most the operator cap"
+    )
+
+
+class Budget(BaseModel):
+    """Limits per dimension; unset ones take the server's defaults and caps
+    (``runtime/budget.py`` resolves them, and refuses a soft above its hard)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: BudgetLimit | None = Field(default=None, description=DIMENSIONS["steps"])
+    tool_calls: BudgetLimit | None = Field(default=None, description=DIMENSIONS["tool_calls"])
+    tokens: BudgetLimit | None = Field(default=None, description=DIMENSIONS["tokens"])
+    cost: BudgetLimit | None = Field(default=None, description=DIMENSIONS["cost"])
+    wall_time: BudgetLimit | None = Field(default=None, description=DIMENSIONS["wall_time"])
+    parallel_branches: BudgetLimit | None = Field(
+        default=None, description=DIMENSIONS["parallel_branches"]
+    )
+
+
+def as_dict(model: BaseModel | None) -> dict[str, Any] | None:
+    """The request's object as the client sent it: members it left out stay out."""
+    return None if model is None else model.model_dump(exclude_unset=True)
+
+
 class RunCreate(BaseModel):
     """A request to run a graph. Unknown fields are refused, so a typo is an error."""
 
@@ -51,16 +178,16 @@ class RunCreate(BaseModel):
     graph: str | None = Field(
         default=None, max_length=200, description="defaults to the first graph"
     )
-    input: dict[str, Any] = Field(
+    input: JSONObject = Field(
         default_factory=dict,
         description='graph input, e.g. {"messages": [{"role": "user", "content": "…"}]}',
     )
     thread_id: str | None = Field(default=None, pattern=_ID)
-    config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    budget: dict[str, Any] | None = None
+    config: RunConfig | None = None
+    metadata: JSONObject | None = None
+    budget: Budget | None = None
 
-    @field_validator("input", "config", "metadata", "budget")
+    @field_validator("input", "metadata")
     @classmethod
     def _storable(cls, value: Any) -> Any:
         _check_storable(value)
@@ -68,12 +195,11 @@ class RunCreate(BaseModel):
 
     @field_validator("config")
     @classmethod
-    def _config(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _config(cls, value: RunConfig | None) -> RunConfig | None:
         if value is None:
             return None
-        check_config(value)
-        configurable = value.get("configurable")
-        if isinstance(configurable, dict) and "thread_id" in configurable:
+        _check_storable(as_dict(value))
+        if value.configurable is not None and "thread_id" in value.configurable:
             raise ValueError("set thread_id at the top level of the request, not in config")
         return value
 
@@ -85,30 +211,20 @@ def check_config(value: dict[str, Any]) -> None:
         raise ValueError(
             f"unsupported config keys {unknown}; allowed: {sorted(ALLOWED_CONFIG_KEYS)}"
         )
-    configurable = value.get("configurable")
-    if configurable is not None and not isinstance(configurable, dict):
-        raise ValueError("config.configurable must be an object")
-    for name in ("recursion_limit", "max_concurrency"):
-        number = value.get(name)
-        if number is not None and (
-            not isinstance(number, int) or isinstance(number, bool) or number < 1
-        ):
-            raise ValueError(f"config.{name} must be a positive integer")
-    tags = value.get("tags")
-    if tags is not None and not (
-        isinstance(tags, list) and all(isinstance(tag, str) for tag in tags)
-    ):
-        raise ValueError("config.tags must be a list of strings")
-    if value.get("metadata") is not None and not isinstance(value["metadata"], dict):
-        raise ValueError("config.metadata must be an object")
-    if value.get("run_name") is not None and not isinstance(value["run_name"], str):
-        raise ValueError("config.run_name must be a string")
+    try:
+        RunConfig.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"config.{where}: {first['msg']}") from None
 
 
 class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="cancelled by request", max_length=500)
+    reason: str = Field(
+        default="cancelled by request", max_length=500, json_schema_extra={"pattern": NO_NUL}
+    )
 
     @field_validator("reason")
     @classmethod
@@ -127,7 +243,7 @@ class RunSnapshot(BaseModel):
     id: str
     thread_id: str
     graph: str
-    status: Status
+    status: RunStatus
     wait: dict[str, Any] | None = Field(
         default=None, description="what a waiting run waits for: the oldest open wait"
     )
@@ -167,15 +283,15 @@ class RunSnapshot(BaseModel):
             lease = Lease(
                 worker_id=run.worker_id, epoch=run.lease_epoch, expires_at=run.lease_expires_at
             )
-        open_waits = [w.public() for w in waits or [] if w.status == "open"]
+        open_waits = [w.public() for w in waits or [] if w.status == WaitStatus.OPEN]
         return cls(
             id=run.id,
             thread_id=run.thread_id,
             graph=run.graph,
-            status=run.status.value,
-            wait=open_waits[0] if open_waits and run.status.value == "waiting" else None,
+            status=run.status,
+            wait=open_waits[0] if open_waits and run.status == RunStatus.WAITING else None,
             waits=open_waits,
-            activity=run.activity if run.status.value in ("running", "cancelling") else None,
+            activity=run.activity if run.status in LEASED else None,
             budget={"limits": run.budget, "usage": _usage(run)} if run.budget else None,
             partial=bool((run.usage or {}).get("partial")),
             attempts=run.attempts,
@@ -214,7 +330,7 @@ class InputRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     wait_id: str = Field(max_length=100)
-    value: Any = None
+    value: JSONAny = None
 
     @field_validator("value")
     @classmethod
@@ -226,7 +342,7 @@ class InputRequest(BaseModel):
 class SignalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    payload: Any = None
+    payload: JSONAny = None
 
     @field_validator("payload")
     @classmethod
@@ -244,7 +360,34 @@ class SignalResult(BaseModel):
 class ThreadRunCreate(RunCreate):
     """A run on this thread, from its latest checkpoint."""
 
+    # The path names the thread. A body thread_id equal to it is still taken (clients
+    # sent one before), but it is not in the document: one that differs is refused.
+    thread_id: SkipJsonSchema[str | None] = Field(default=None, pattern=_ID)
+
     if_busy: Literal["reject", "enqueue"] = Field(
         default="reject",
         description="while another run of the thread is active: refuse (409) or queue behind it",
+    )
+
+
+class ProblemField(BaseModel):
+    location: str = Field(description="where in the request, e.g. query.limit or input.x")
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details: every ``/v1`` error is answered with one."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "about:blank"
+    title: str = Field(description="what kind of error")
+    status: int
+    detail: str = Field(description="what went wrong, to show as written")
+    retryable: bool = Field(description="whether the same request can succeed later")
+    limit: str | None = Field(
+        default=None, description="the limit that refused the request (its setting's name)"
+    )
+    errors: list[ProblemField] | None = Field(
+        default=None, description="each field a request failed validation on"
     )

@@ -13,16 +13,21 @@ retained events. It never pretends the log is continuous.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+import anyio
+from fastapi import Depends, Header, Query
 from sse_starlette import ServerSentEvent
 
+from outlast.api.context import AppContext
+from outlast.api.edge import LimitReached
 from outlast.api.schemas import RunSnapshot
 from outlast.api.tail import following, frame_of
 from outlast.errors import InvalidCursor
@@ -36,6 +41,11 @@ SAFETY_REREAD = 5.0
 RETRY_MS = 2000
 
 
+# The cursor as the document declares it (``after``, ``Last-Event-ID``): what
+# ``parse_cursor`` takes; anything else is a 400.
+CURSOR: dict[str, Any] = {"json_schema_extra": {"pattern": r"^(\s*[0-9]{1,18}\s*)?$"}}
+
+
 def parse_cursor(last_event_id: str | None, after: str | None) -> int:
     """``Last-Event-ID`` wins over ``?after=``: a reconnecting EventSource keeps the URL it
     started with but sends the header with the last id it received."""
@@ -46,6 +56,17 @@ def parse_cursor(last_event_id: str | None, after: str | None) -> int:
     if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
         raise InvalidCursor(f"event cursor must be a non-negative integer seq, got {raw[:40]!r}")
     return int(raw)
+
+
+def _cursor(
+    after: Annotated[str | None, Query(description="resume after this seq", **CURSOR)] = None,
+    last_event_id: Annotated[str | None, Header(**CURSOR)] = None,
+) -> int:
+    return parse_cursor(last_event_id, after)
+
+
+# Where a stream starts: the seq after which it sends events.
+Cursor = Annotated[int, Depends(_cursor)]
 
 
 def _envelope(seq: int | None, type_: str, time_: str, run_id: str, data: Any) -> str:
@@ -208,3 +229,49 @@ async def _gap_frames(store: Store, run_id: str, gap: Gap) -> list[ServerSentEve
         ),
         ServerSentEvent(data=_envelope(None, "snapshot", now, run_id, snap), event="snapshot"),
     ]
+
+
+def counted(
+    ctx: AppContext,
+    run_id: str,
+    events: AsyncIterator[ServerSentEvent | bytes],
+    shutdown: anyio.Event,
+) -> AsyncIterator[ServerSentEvent | bytes]:
+    """Hold one of the principal's stream slots while ``events`` is being sent, and end
+    the stream cleanly when the server shuts down (the client got a ``retry:`` hint and
+    reconnects, to this server's successor or another). Checked before the response
+    starts, so a refusal is an ordinary 429, not a broken stream.
+
+    The shutdown is not raced against every event (a task and an ``asyncio.wait`` per
+    event were a tenth of the API's CPU with 100 clients): the stream checks it between
+    events, and one task per stream wakes it through the hub when the shutdown comes."""
+    open_now = ctx.streams.get(ctx.principal, 0)
+    if open_now >= ctx.settings.max_streams:
+        raise LimitReached(
+            f"{open_now} event streams open already (OUTLAST_MAX_STREAMS); close one",
+            "max_streams",
+            retry_after=2,
+        )
+    ctx.streams[ctx.principal] = open_now + 1
+
+    def wake(_: object) -> None:
+        if shutdown.is_set():
+            ctx.store.hub.publish(EVENTS, run_id)
+
+    async def held() -> AsyncIterator[ServerSentEvent | bytes]:
+        waker = asyncio.ensure_future(shutdown.wait())
+        waker.add_done_callback(wake)
+        try:
+            async for item in events:
+                yield item
+                if shutdown.is_set():
+                    return
+        finally:
+            waker.cancel()
+            ctx.streams[ctx.principal] -= 1
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+
+    return held()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Response
 
-from outlast.api.edge import admit, checked_key, ctx_of
-from outlast.api.runs import accepted, run_request, snapshot
+from outlast.api.context import AppContext
+from outlast.api.document import declared
+from outlast.api.edge import Ctx, IdempotencyKey, admit
+from outlast.api.native import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
@@ -28,18 +30,21 @@ class BadThreadRequest(OutlastError):
     title = "Invalid thread request"
 
 
-@router.post("/{thread_id}/runs", status_code=202, response_model=RunSnapshot)
+@router.post(
+    "/{thread_id}/runs",
+    status_code=202,
+    response_model=RunSnapshot,
+    responses=declared(409, 413, 422, 429),
+)
 async def create_thread_run(
-    request: Request,
+    ctx: Ctx,
     response: Response,
     thread_id: ThreadId,
     body: ThreadRunCreate,
-    idempotency_key: Annotated[str | None, Header()] = None,
+    key: IdempotencyKey,
 ) -> RunSnapshot:
-    ctx = ctx_of(request)
     if body.thread_id not in (None, thread_id):
         raise BadThreadRequest("thread_id in the body differs from the one in the path")
-    key = checked_key(idempotency_key)
     latest = await ctx.store.latest_run(thread_id)
     if latest is not None and latest.principal != ctx.principal:
         latest = None  # another principal's thread: refused by admit(), never described
@@ -56,8 +61,7 @@ async def create_thread_run(
     return await snapshot(ctx, run)
 
 
-async def _graph_for(request: Request, thread_id: str) -> tuple[Any, dict[str, Any], Any]:
-    ctx = ctx_of(request)
+async def _graph_for(ctx: AppContext, thread_id: str) -> tuple[Any, dict[str, Any], Any]:
     latest = await ctx.store.latest_run(thread_id)
     if latest is None or latest.principal != ctx.principal:
         raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
@@ -77,10 +81,10 @@ def _state(state: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/{thread_id}/state")
-async def thread_state(request: Request, thread_id: ThreadId) -> dict[str, Any]:
+@router.get("/{thread_id}/state", responses=declared(404))
+async def thread_state(ctx: Ctx, thread_id: ThreadId) -> dict[str, Any]:
     """The thread's latest checkpoint, and its latest run."""
-    graph, config, latest = await _graph_for(request, thread_id)
+    graph, config, latest = await _graph_for(ctx, thread_id)
     state = await graph.aget_state(config)
     return {
         "thread_id": thread_id,
@@ -90,9 +94,9 @@ async def thread_state(request: Request, thread_id: ThreadId) -> dict[str, Any]:
     }
 
 
-@router.get("/{thread_id}/history")
+@router.get("/{thread_id}/history", responses=declared(404))
 async def thread_history(
-    request: Request,
+    ctx: Ctx,
     thread_id: ThreadId,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     before: Annotated[
@@ -100,7 +104,7 @@ async def thread_history(
     ] = None,
 ) -> dict[str, Any]:
     """Checkpoints, newest first; pass ``next_cursor`` as ``before`` for older ones."""
-    graph, config, _ = await _graph_for(request, thread_id)
+    graph, config, _ = await _graph_for(ctx, thread_id)
     before_config = (
         {"configurable": {"thread_id": thread_id, "checkpoint_id": before}} if before else None
     )

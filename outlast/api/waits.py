@@ -11,22 +11,22 @@ import logging
 from typing import Annotated, Any
 
 import jsonschema
-from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi import APIRouter, Path, Response
 
-from outlast.api.context import AppContext
-from outlast.api.edge import check_size, checked_key, ctx_of, get_run_or_404
-from outlast.api.runs import location, snapshot
+from outlast.api.document import declared
+from outlast.api.edge import RUN_ID, Ctx, IdempotencyKey, check_size, get_run_or_404
+from outlast.api.native import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
-from outlast.vocabulary import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["waits"])
 
-_HOW = {
-    "timer": "it ends at its time",
-    "external": "it ends when the provider's job is done",
-    "event": "it ends with POST /v1/signals/{key}",
+_HOW: dict[str, str] = {
+    WaitKind.TIMER: "it ends at its time",
+    WaitKind.EXTERNAL: "it ends when the provider's job is done",
+    WaitKind.EVENT: "it ends with POST /v1/signals/{key}",
 }
 
 
@@ -47,24 +47,27 @@ def _validate(schema: dict[str, Any] | None, value: Any) -> None:
         raise InvalidAnswer(f"the wait's schema cannot be applied ({type(exc).__name__})") from None
 
 
-@router.post("/runs/{run_id}/input", status_code=202, response_model=RunSnapshot)
+@router.post(
+    "/runs/{run_id}/input",
+    status_code=202,
+    response_model=RunSnapshot,
+    responses=declared(404, 409, 413, 422),
+)
 async def answer_wait(
-    request: Request,
+    ctx: Ctx,
     response: Response,
-    run_id: str,
+    run_id: Annotated[str, RUN_ID],
     body: InputRequest,
-    idempotency_key: Annotated[str | None, Header()] = None,
+    idempotency_key: IdempotencyKey,
 ) -> RunSnapshot:
     """Answer a human, auth, budget or reconciliation wait; the run resumes with it.
     ``409`` if the wait is no longer open (a second answer never resumes twice), ``422``
     if the value does not match the wait's schema. With ``Idempotency-Key``, a retry of an
     answer that was already taken is recognised (``202``, ``Idempotent-Replayed: true``)."""
-    ctx: AppContext = ctx_of(request)
-    idempotency_key = checked_key(idempotency_key)
     check_size(body.value, ctx.settings.max_answer_bytes, "the answer", "max_answer_bytes")
     await get_run_or_404(ctx, run_id)
     wait = await ctx.store.get_wait(run_id, body.wait_id)
-    if wait.status == "open":
+    if wait.status == WaitStatus.OPEN:
         if wait.kind not in ANSWERABLE_KINDS:
             raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
         _validate(wait.schema, body.value)
@@ -75,15 +78,14 @@ async def answer_wait(
     return await snapshot(ctx, await get_run_or_404(ctx, run_id))
 
 
-@router.post("/signals/{key}", response_model=SignalResult)
+@router.post("/signals/{key}", response_model=SignalResult, responses=declared(413))
 async def send_signal(
-    request: Request,
+    ctx: Ctx,
     key: Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-/]{1,200}$")],
     body: SignalRequest | None = None,
 ) -> SignalResult:
     """Wake every run waiting on event ``key``. The signal is kept for the lookback window
     (``OUTLAST_SIGNAL_LOOKBACK``), so a wait registered just after it still wakes."""
-    ctx = ctx_of(request)
     payload = body.payload if body else None
     check_size(payload, ctx.settings.max_answer_bytes, "the payload", "max_answer_bytes")
     runs = await ctx.store.signal(key, payload, ctx.principal)

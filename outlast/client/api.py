@@ -10,13 +10,14 @@ and any other second answer to a wait is refused (``409``) rather than applied t
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from outlast.config import ClientSettings
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 CONNECT_TIMEOUT = 5.0
@@ -27,7 +28,7 @@ _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
 def default_server() -> str:
-    return os.environ.get("OUTLAST_SERVER") or DEFAULT_SERVER
+    return ClientSettings().server or DEFAULT_SERVER
 
 
 class Backoff:

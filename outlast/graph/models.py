@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.pregel import Pregel
 
+from outlast.config import ModelSettings
 from outlast.errors import OutlastError
 from outlast.graph.scripted import NAME as SCRIPTED
 from outlast.graph.scripted import ScriptedChatModel
@@ -52,7 +53,7 @@ class ModelUnavailable(OutlastError):
 
 
 def default_model() -> str:
-    return os.environ.get("OUTLAST_MODEL", "").strip() or SCRIPTED
+    return ModelSettings().model.strip() or SCRIPTED
 
 
 def model_name(configurable: dict[str, Any] | None) -> str:
@@ -84,7 +85,7 @@ def chat_model(name: str, *, delay: float = 0.0) -> BaseChatModel:
     if name == SCRIPTED:
         return ScriptedChatModel(delay=delay)
     provider, model = _split(name)
-    base_url = os.environ.get("OUTLAST_MODEL_BASE_URL") or None
+    base_url = ModelSettings().model_base_url or None
     options: dict[str, Any] = {}
     if base_url:
         options["base_url"] = base_url
@@ -93,7 +94,8 @@ def chat_model(name: str, *, delay: float = 0.0) -> BaseChatModel:
         if base_url and provider == "openai":
             # An OpenAI-compatible local server usually needs no key, but the client
             # insists on one.
-            options["api_key"] = os.environ.get("OUTLAST_MODEL_API_KEY", "unused")
+            secret = ModelSettings().model_api_key
+            options["api_key"] = secret.get_secret_value() if secret else "unused"
         else:
             raise ModelUnavailable(f"model {name!r}: {key} is not set in the environment")
     from langchain.chat_models import init_chat_model

@@ -21,7 +21,6 @@ import asyncio
 import datetime as dt
 import json
 import operator
-import os
 import time
 import uuid
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.config import get_config
 
+from outlast.config import WorkspaceSettings
 from outlast.nodes import (
     ProbeResult,
     progress,
@@ -56,7 +56,7 @@ def _configurable() -> dict[str, Any]:
 
 
 def _root() -> Path:
-    return Path(os.environ.get("OUTLAST_WORKSPACE_ROOT", ".")).resolve()
+    return WorkspaceSettings().workspace_root.resolve()
 
 
 def _allowed(path: Path, what: str, *, writes: bool = False) -> Path:
@@ -79,7 +79,7 @@ def _data_dir(name: str) -> Path:
     given = _configurable().get(name)
     if given:
         return _allowed(Path(given), name, writes=True)
-    return Path(os.environ.get("OUTLAST_DATA_DIR", ".outlast")).resolve() / name
+    return WorkspaceSettings().data_dir.resolve() / name
 
 
 def _inside(base: Path, relative: str) -> Path:

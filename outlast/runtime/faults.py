@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import signal
 
+from outlast.config import FaultSettings
+
 ENV = "OUTLAST_FAULTS"
 
 # The points this runtime defines; tests refer to them by these names.
@@ -19,7 +21,7 @@ BEFORE_FINISH = "worker.before_finish"
 
 
 def armed() -> frozenset[str]:
-    raw = os.environ.get(ENV, "")
+    raw = FaultSettings().faults
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
 
 

@@ -14,13 +14,14 @@ others answer JSON text, parsed and validated the same way.
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
+
+from outlast.config import ModelSettings
 
 INSTRUCTIONS = (
     "You supervise a long-running operation of an AI agent whose activity lease expired: "
@@ -46,7 +47,7 @@ def quoted(state: dict[str, Any]) -> str:
 
 
 def model_from_env() -> BaseChatModel | None:
-    name = os.environ.get("OUTLAST_SUPERVISOR_MODEL", "").strip()
+    name = ModelSettings().supervisor_model.strip()
     if not name:
         return None
     if name == "scripted":

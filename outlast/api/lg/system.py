@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from outlast import __version__
+from outlast.api import problems
 from outlast.api.edge import ctx_of
 from outlast.errors import StoreUnavailable
 
@@ -44,5 +45,5 @@ async def ok(request: Request, check_db: int = Query(default=0, ge=0, le=1)) -> 
         try:
             await ctx_of(request).store.ping()
         except StoreUnavailable as exc:
-            return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503)
+            return problems.error(request, 503, f"database unavailable: {exc}", retryable=True)
     return JSONResponse({"ok": True})
