@@ -48,10 +48,6 @@ def _langgraph_json(folder: Path) -> Path:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @pytest.mark.timeout(600)
-# Left: schemathesis's coverage phase calls {"input": {"k": [{}]}} schema-violating; by
-# the document (StorableJSON, recursive) it is valid. Unrolling StorableJSON to the
-# server's 64 levels would state the same without recursion. Strict: passes -> fails.
-@pytest.mark.xfail(strict=True, reason="schemathesis misreads the recursive StorableJSON")
 def test_schemathesis_with_all_checks_finds_nothing(db_url: str, tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
