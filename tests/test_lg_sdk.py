@@ -571,8 +571,14 @@ async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> N
         secret = {"token": "s3cr3t-token-value"}
         resumed = await client.runs.create(thread, "auth", command={"resume": secret})
         await client.runs.join(thread, resumed["run_id"])
-        shown = [await client.runs.get(thread, resumed["run_id"]), *await client.runs.list(thread)]
+        listed = await client.runs.list(thread)
+        shown = [await client.runs.get(thread, resumed["run_id"]), *listed]
         assert "s3cr3t" not in json.dumps(shown), shown
+        # the listing (read once for the thread) says what each run's own lookup says,
+        # the interrupted first stretch included
+        assert len(listed) == 2
+        for run in listed:
+            assert (await client.runs.get(thread, run["run_id"]))["status"] == run["status"]
         log = (await srv.client.get(f"/v1/runs/{resumed['outlast_run_id']}/events")).text
         ended = [line for line in log.splitlines() if '"wait.ended"' in line]
         assert ended and all("s3cr3t" not in line for line in ended)

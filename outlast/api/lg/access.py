@@ -13,10 +13,11 @@ from langgraph.types import StateSnapshot
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
 from outlast.runtime.options import AFTER
-from outlast.store import LgRun, Run, RunStatus, Thread
+from outlast.store import LgRun, Run, RunStatus, Thread, Wait
 from outlast.store.base import system_assistant_id
 from outlast.store.lgthreads import native
 from outlast.vocabulary import ANSWERABLE_KINDS as ANSWERABLE
+from outlast.vocabulary import WaitStatus
 
 
 class ThreadNotFound(OutlastError):
@@ -118,10 +119,17 @@ async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> 
 
 async def found(ctx: AppContext, lg: LgRun, run: Run) -> Found:
     stretches = await ctx.store.lg_runs_of_run(run.id)
-    latest = not stretches or stretches[-1].id == lg.id
+    waiting = run.status == RunStatus.WAITING
+    waits = await ctx.store.list_waits(run.id, WaitStatus.OPEN) if waiting else []
+    return found_of(lg, run, stretches[-1].id if stretches else None, waits)
+
+
+def found_of(lg: LgRun, run: Run, last_stretch: str | None, open_waits: list[Wait]) -> Found:
+    """What ``found`` derives, from what a listing reads once for its whole page: the id
+    of the run's last stretch (None for a run made through ``/v1``) and its open waits."""
+    latest = last_stretch is None or last_stretch == lg.id
     asking = delayed = False
     if run.status == RunStatus.WAITING:
-        waits = await ctx.store.list_waits(run.id, "open")
-        asking = any(w.kind in ANSWERABLE for w in waits)
-        delayed = any(w.interrupt_id == AFTER for w in waits)
+        asking = any(w.kind in ANSWERABLE for w in open_waits)
+        delayed = any(w.interrupt_id == AFTER for w in open_waits)
     return Found(lg, run, latest, asking, delayed)

@@ -29,6 +29,7 @@ from outlast.api.lg.access import (
     Found,
     Unprocessable,
     found,
+    found_of,
     graph_of,
     lg_run_or_404,
     thread_or_404,
@@ -45,7 +46,7 @@ from outlast.api.lg.follow import (
 from outlast.api.lg.schemas import BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
 from outlast.runtime.options import NO_CHECKPOINT, before_run, restore_as_head
-from outlast.store import RunStatus
+from outlast.store import LgRun, RunStatus
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])
@@ -210,14 +211,31 @@ async def list_runs(
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
     await thread_or_404(ctx, thread_id)
+    # Three reads for the whole thread, whatever its number of runs: its LangGraph runs,
+    # its outlast runs, the open waits of those that wait.
+    stretches = await ctx.store.lg_runs_of_thread(thread_id)
+    last: dict[str, LgRun] = {}
+    for lg in stretches:
+        if lg.run_id not in last or lg.from_seq > last[lg.run_id].from_seq:
+            last[lg.run_id] = lg
+    runs = {
+        r.id: r
+        for r in await ctx.store.list_runs(
+            principal=ctx.principal,
+            thread_id=thread_id,
+            status=None,
+            limit=len(last) + 100,  # room for runs accepted since the first read
+            before=None,
+        )
+    }
+    waiting = [r.id for r in runs.values() if r.status == RunStatus.WAITING]
+    waits = await ctx.store.open_waits(waiting)
     views = []
-    for lg in await ctx.store.lg_runs_of_thread(thread_id):
-        if lg.deleted:
+    for lg in stretches:
+        run = runs.get(lg.run_id)
+        if lg.deleted or run is None:
             continue
-        run = await ctx.store.get_run(lg.run_id)
-        if run is None:
-            continue
-        f = await found(ctx, lg, run)
+        f = found_of(lg, run, last[run.id].id, waits.get(run.id, []))
         view = run_json(lg, run, _status(f))
         if status is None or view["status"] == status:
             views.append(view)
