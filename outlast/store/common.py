@@ -47,7 +47,7 @@ from outlast.store.base import (
     WaitSpec,
 )
 from outlast.store.hub import EVENTS, QUEUE, STATUS, WAITS
-from outlast.vocabulary import RunStatus
+from outlast.vocabulary import EventType, RunStatus, WaitStatus
 
 
 class Tx(Protocol):
@@ -148,7 +148,7 @@ def _ended(wait: Wait, how: str, value: Any) -> EventDraft:
     # every stream reader sees.
     shown = "(redacted)" if wait.kind == "auth" and value is not None else value
     return EventDraft(
-        "wait.ended", {"wait_id": wait.id, "kind": wait.kind, "how": how, "value": shown}
+        EventType.WAIT_ENDED, {"wait_id": wait.id, "kind": wait.kind, "how": how, "value": shown}
     )
 
 
@@ -162,7 +162,8 @@ async def _answer(
     if await tx.rows("run_requeue_if_waiting", run_id=wait.run_id):
         drafts.append(
             EventDraft(
-                "run.queued", {"status": "queued", "reason": f"{wait.kind} wait answered ({how})"}
+                EventType.RUN_QUEUED,
+                {"status": RunStatus.QUEUED, "reason": f"{wait.kind} wait answered ({how})"},
             )
         )
         await tx.notify(QUEUE, wait.run_id)
@@ -269,7 +270,7 @@ class SharedRunOps(TxProvider):
                     lease_grace=float((spec.probe or {}).get("every", 0.0)),
                 )
                 wait = tx.wait(rows[0])
-                drafts.append(EventDraft("wait.started", {"wait": wait.public()}))
+                drafts.append(EventDraft(EventType.WAIT_STARTED, {"wait": wait.public()}))
                 if spec.event_keys and lookback > 0:
                     early = await tx.rows(
                         "sig_lookback",
@@ -306,21 +307,23 @@ class SharedRunOps(TxProvider):
                 await tx.rows("w_settle", run_id=run_id)
                 drafts.append(
                     EventDraft(
-                        "run.cancelled",
-                        {"status": "cancelled", "reason": "cancelled while running"},
+                        EventType.RUN_CANCELLED,
+                        {"status": RunStatus.CANCELLED, "reason": "cancelled while running"},
                     )
                 )
             elif status == RunStatus.QUEUED:
                 drafts.append(
                     EventDraft(
-                        "run.queued", {"status": "queued", "reason": "answered before it waited"}
+                        EventType.RUN_QUEUED,
+                        {"status": RunStatus.QUEUED, "reason": "answered before it waited"},
                     )
                 )
             else:
                 kinds = sorted({s.kind for s in specs})
                 drafts.append(
                     EventDraft(
-                        "run.waiting", {"status": "waiting", "waits": len(specs), "kinds": kinds}
+                        EventType.RUN_WAITING,
+                        {"status": RunStatus.WAITING, "waits": len(specs), "kinds": kinds},
                     )
                 )
             await append_events(tx, run_id, drafts)
@@ -336,7 +339,7 @@ class SharedRunOps(TxProvider):
     ) -> tuple[Wait, bool]:
         async with self._writing() as tx:
             wait = await self._lock_wait(tx, run_id, wait_id)
-            if wait.status != "open":
+            if wait.status != WaitStatus.OPEN:
                 if key is not None and wait.answer_key == key:
                     if wait.answer != value:
                         raise IdempotencyKeyReused(
@@ -426,7 +429,7 @@ class SharedRunOps(TxProvider):
                     wait.run_id,
                     [
                         EventDraft(
-                            "wait.renewed",
+                            EventType.WAIT_RENEWED,
                             {
                                 "wait_id": wait.id,
                                 "renewals": renewed.renewals,
@@ -448,7 +451,7 @@ class SharedRunOps(TxProvider):
                 wait.run_id,
                 [
                     EventDraft(
-                        "wait.probe_failed",
+                        EventType.WAIT_PROBE_FAILED,
                         {"wait_id": wait.id, "failures": failures, "error": error},
                     )
                 ],

@@ -31,7 +31,7 @@ from outlast.store.base import (
 )
 from outlast.store.common import Tx, TxProvider, _answer, append_events
 from outlast.store.hub import CONTROL, QUEUE, STATUS
-from outlast.vocabulary import RunStatus
+from outlast.vocabulary import EventType, RunStatus
 
 BUSY = (
     "Thread is already running a task. Wait for it to finish or choose a different "
@@ -307,7 +307,9 @@ async def _cancel(tx: Tx, run_id: str, reason: str, kind: str = "cancelled") -> 
     if not rows:
         return
     run = tx.run(rows[0])
-    kind = "run.cancelled" if run.status == RunStatus.CANCELLED else "run.cancelling"
+    kind = (
+        EventType.RUN_CANCELLED if run.status == RunStatus.CANCELLED else EventType.RUN_CANCELLING
+    )
     if run.status == RunStatus.CANCELLED:
         await tx.rows("w_withdraw", run_id=run_id)
     await append_events(tx, run_id, [EventDraft(kind, {"status": run.status, "reason": reason})])

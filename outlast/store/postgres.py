@@ -179,7 +179,9 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             "fingerprint": new.fingerprint,
             "max_attempts": new.max_attempts,
             "options": dumps_or_none(new.options),
-            "event": dumps({"status": "queued", "graph": new.graph, "thread_id": new.thread_id}),
+            "event": dumps(
+                {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
+            ),
         }
 
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:

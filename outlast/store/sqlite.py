@@ -53,7 +53,7 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations, queries
-from outlast.vocabulary import RunStatus
+from outlast.vocabulary import EventType, RunStatus
 
 
 def _load(value: Any) -> Any:
@@ -235,8 +235,10 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                 "insert_event",
                 run_id=new.id,
                 seq=1,
-                type="run.created",
-                data=dumps({"status": "queued", "graph": new.graph, "thread_id": new.thread_id}),
+                type=EventType.RUN_CREATED,
+                data=dumps(
+                    {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
+                ),
             )
             await tx.notify(QUEUE, new.id)
             return _run(rows[0]), True
@@ -282,8 +284,8 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                     conn,
                     run.id,
                     run.last_seq,
-                    "run.started",
-                    {"status": "running", "attempt": run.attempts, "worker_id": worker_id},
+                    EventType.RUN_STARTED,
+                    {"status": RunStatus.RUNNING, "attempt": run.attempts, "worker_id": worker_id},
                 )
         for run in runs:
             self.hub.publish(EVENTS, run.id)
@@ -348,7 +350,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             if event is None:  # release: the event depends on the status it ended in
                 cancelled = row["status"] == RunStatus.CANCELLED
                 event = EventDraft(
-                    "run.cancelled" if cancelled else "run.released",
+                    EventType.RUN_CANCELLED if cancelled else EventType.RUN_RELEASED,
                     {"status": row["status"], "reason": reason},
                 )
             await self._event(conn, lease.run_id, seq, event.type, event.data)
@@ -392,7 +394,11 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                 row = await cur.fetchone()
             if row is not None:
                 run = _run(row)
-                kind = "run.cancelled" if run.status == RunStatus.CANCELLED else "run.cancelling"
+                kind = (
+                    EventType.RUN_CANCELLED
+                    if run.status == RunStatus.CANCELLED
+                    else EventType.RUN_CANCELLING
+                )
                 await self._event(
                     conn, run_id, run.last_seq, kind, {"status": run.status.value, "reason": reason}
                 )
@@ -413,9 +419,10 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                 rows = await cur.fetchall()
             for r in rows:
                 status = RunStatus(r["status"])
-                kind = {RunStatus.QUEUED: "run.requeued", RunStatus.FAILED: "run.failed"}.get(
-                    status, "run.cancelled"
-                )
+                kind = {
+                    RunStatus.QUEUED: EventType.RUN_REQUEUED,
+                    RunStatus.FAILED: EventType.RUN_FAILED,
+                }.get(status, EventType.RUN_CANCELLED)
                 await self._event(
                     conn,
                     r["id"],

@@ -66,7 +66,7 @@ async def test_concurrent_creates_make_one(store: Store) -> None:
 
 
 async def test_search_and_count(store: Store) -> None:
-    ids = []
+    ids, made_all = [], []
     for i, (graph, team) in enumerate([("g1", "a"), ("g1", "b"), ("g2", "a")]):
         made, _ = await store.create_assistant(
             assistant_id=_id(),
@@ -76,11 +76,15 @@ async def test_search_and_count(store: Store) -> None:
             principal="p",
         )
         ids.append(made.assistant_id)
+        made_all.append(made)
     await store.create_assistant(assistant_id=_id(), graph_id="g1", name="Bot", principal="q")
+    # newest first; assistants made in the same instant (the clock's resolution) by id
+    by_id = sorted(made_all, key=lambda a: a.assistant_id)
+    newest = [a.assistant_id for a in sorted(by_id, key=lambda a: a.created_at, reverse=True)]
     page, total = await store.search_assistants(principal="p", limit=2)
-    assert total == 3 and [a.assistant_id for a in page] == ids[::-1][:2]  # newest first
+    assert total == 3 and [a.assistant_id for a in page] == newest[:2]
     page, total = await store.search_assistants(principal="p", limit=2, offset=2)
-    assert total == 3 and [a.assistant_id for a in page] == ids[:1]
+    assert total == 3 and [a.assistant_id for a in page] == newest[2:]
     page, total = await store.search_assistants(principal="p", metadata={"team": "a"})
     assert total == 2 and {a.assistant_id for a in page} == {ids[0], ids[2]}
     page, _ = await store.search_assistants(principal="p", name="BOT 1")
