@@ -69,6 +69,8 @@ class Run:
     activity: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
     options: dict[str, Any] | None = None
+    # the supervisor's memory of this run (runtime/policy.py), never shown to clients
+    supervision: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -530,6 +532,10 @@ class Store(abc.ABC):
         self, lease: Lease, activity: dict[str, Any] | None, usage: dict[str, Any] | None = None
     ) -> None:
         """Record what the run does now and, when given, its budget usage (fenced)."""
+
+    @abc.abstractmethod
+    async def set_supervision(self, lease: Lease, supervision: dict[str, Any]) -> None:
+        """Record what the supervisor remembers about the run between attempts (fenced)."""
 
     @abc.abstractmethod
     async def apply_budget(
