@@ -10,7 +10,11 @@ How a run ends, and who decides:
 - worker shutdown → drain at the next step boundary (``GraphDrained``), or after the grace
   period cancel the node in flight → the run is released to the queue, its checkpoints
   intact, and another worker (or this one, restarted) continues it;
-- lease lost (another worker took it over) → stop at once and write nothing more.
+- lease lost (another worker took it over) → stop at once and write nothing more;
+- a budget limit or the supervisor → what ``RunPolicy`` (``runtime/policy.py``) answers:
+  complete with the best result, park on a wait, or release to the queue. The execution
+  asks it at a few points (each stream part, the stop at a breach, an expired activity
+  lease, the resume) and never decides about budgets or verdicts itself.
 
 Recovery: the run's id is put in the checkpoint metadata (``run_id``). If the thread's
 latest checkpoint carries this run's id, an earlier attempt got that far: the graph
