@@ -85,7 +85,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "OUTLAST_API_KEYS_FILE (see `outlast key new`), or pass --insecure-no-auth."
         )
         return 2
-    app = create_app(settings, with_worker=not args.no_worker)
+    failed: list[BaseException] = []
+    server: list[uvicorn.Server] = []
+
+    def worker_failed(exc: BaseException) -> None:
+        # exit non-zero, so that a process supervisor replaces this process
+        failed.append(exc)
+        for running in server:
+            running.should_exit = True
+
+    app = create_app(settings, with_worker=not args.no_worker, on_worker_failed=worker_failed)
     base = f"http://{settings.host}:{settings.port}"
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {_describe(settings)}")
@@ -113,8 +122,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # uvicorn's own config would give its loggers text handlers; JSON goes through root.
         log_config=None if args.log_format == "json" else LOGGING_CONFIG,
     )
-    uvicorn.Server(config).run()
-    return 0
+    server.append(uvicorn.Server(config))
+    server[0].run()
+    return 1 if failed else 0
 
 
 async def _worker_main(settings: Settings) -> None:

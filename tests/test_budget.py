@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from outlast.runtime.budget import DIMENSIONS
 from outlast.store import Store
+from outlast.supervisor.decisions import Supervision
 from tests.harness import collect, make_settings, post_run, serve, wait_result
 from tests.test_waits import answer, wait_status
 
@@ -27,6 +29,7 @@ async def test_hard_cap_on_steps_completes_with_the_best_result(store: Store) ->
         assert final["result"]["partial"] is True
         assert final["budget"]["limits"] == {"steps": {"soft": None, "hard": 5.0}}
         assert final["budget"]["usage"]["steps"] == 5
+        assert set(final["budget"]["usage"]) == set(DIMENSIONS)  # the shape, exactly
         events = await collect(srv.client, run["id"])
         checkpoint = next(e for e in events if e.event == "budget.checkpoint").data["data"]
         assert checkpoint["level"] == "hard" and checkpoint["dimension"] == "steps"
@@ -127,7 +130,13 @@ async def test_the_supervisor_grants_operator_allowed_tranches_only_with_progres
         verdicts = [e.data for e in events if e.type == "supervisor.verdict"]
         assert [v["verdict"] for v in verdicts] == ["continue", "continue", "escalate"]
         assert all(v["trigger"] == "budget_soft" for v in verdicts)
-        assert snap["wait"]["kind"] == "budget" and snap["budget"]["usage"]["auto_tranches"] == 2
+        assert snap["wait"]["kind"] == "budget"
+        # the snapshot shows the documented dimensions and nothing of the supervisor's
+        assert set(snap["budget"]["usage"]) == set(DIMENSIONS)
+        row = await store.get_run(run["id"])
+        assert row is not None and set(row.usage or {}) == set(DIMENSIONS)
+        # the tranches it granted are the supervisor's own memory of the run
+        assert Supervision.of(row.supervision).auto_tranches == 2
         # a person closes it; the hard cap itself was never raised
         assert (
             await answer(srv, run["id"], snap["wait"]["id"], {"action": "close"})
@@ -187,6 +196,9 @@ async def test_without_progress_the_supervisor_closes_with_the_best_result(store
         verdicts = [e.data["data"]["verdict"] for e in events if e.event == "supervisor.verdict"]
         assert verdicts == ["continue", "close"]  # one tranche, then no progress: close
         assert final["budget"]["usage"]["steps"] == 6
+        assert set(final["budget"]["usage"]) == set(DIMENSIONS)
+        checkpoints = [e.data["data"] for e in events if e.event == "budget.checkpoint"]
+        assert all(set(c["usage"]) == set(DIMENSIONS) for c in checkpoints) and checkpoints
 
 
 SOFT = [

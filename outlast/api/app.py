@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -28,6 +28,7 @@ from outlast.api.waits import router as waits_router
 from outlast.config import Settings
 from outlast.errors import StoreUnavailable
 from outlast.graph.registry import GraphRegistry
+from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
 from outlast.store import Store, make_store
 
@@ -64,7 +65,10 @@ def create_app(
     registry: GraphRegistry | None = None,
     with_worker: bool = True,
     migrate: bool = True,
+    on_worker_failed: Callable[[BaseException], None] | None = None,
 ) -> FastAPI:
+    """``on_worker_failed``: called if the embedded worker stops by itself (one of its loops
+    kept failing); ``outlast serve`` shuts the server down and exits non-zero on it."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -77,14 +81,26 @@ def create_app(
         graphs.load_all()
         worker = Worker(s, graphs, settings) if with_worker else None
         task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
+
+        def worker_ended(done: asyncio.Task[None]) -> None:
+            if done.cancelled() or done.exception() is None:
+                return  # stopped on shutdown
+            exc = done.exception()
+            assert exc is not None
+            log.critical("the embedded worker stopped: %s", exc)
+            if on_worker_failed is not None:
+                on_worker_failed(exc)
+
+        if task is not None:
+            task.add_done_callback(worker_ended)
         app.state.ctx = AppContext(s, graphs, settings, worker)
         try:
             yield
         finally:
             if worker is not None and task is not None:
                 worker.stop()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                with contextlib.suppress(asyncio.CancelledError, LoopFailed):
+                    await task  # a failure was reported when it happened
             await s.close()
 
     app = OutlastAPI(
@@ -127,6 +143,9 @@ def create_app(
             return problems.problem(
                 503, f"database unavailable: {exc}", retryable=True, headers={"Retry-After": "1"}
             )
+        if ctx.worker is not None and (ctx.worker.stopped or ctx.worker.failure is not None):
+            reason = ctx.worker.failure or "stopped"
+            return problems.problem(503, f"worker not running: {reason}", retryable=False)
         ready = Ready(status="ready", backend=ctx.store.backend, graphs=ctx.registry.names)
         return JSONResponse(ready.model_dump())
 

@@ -105,10 +105,9 @@ class BudgetMeter:
         self.limits = limits or {}
         self._prices = prices
         base = usage or {}
+        # Only the dimensions: whatever else a stored usage holds (``partial``) is not
+        # counted, and ``usage()`` never shows it.
         self.used = {dim: float(base.get(dim, 0.0)) for dim in DIMENSIONS}
-        # Bookkeeping kept with the usage: the state fingerprint at the last budget
-        # checkpoint and the tranches the supervisor granted.
-        self.extra = {k: v for k, v in base.items() if k not in DIMENSIONS and k != "partial"}
         self._wall_base = self.used["wall_time"]
         self._t0 = time.monotonic()
         self._in_flight = 0
@@ -143,7 +142,7 @@ class BudgetMeter:
 
     def usage(self) -> dict[str, Any]:
         self.used["wall_time"] = self._wall_base + (time.monotonic() - self._t0)
-        return {**self.extra, **{dim: round(value, 6) for dim, value in self.used.items()}}
+        return {dim: round(value, 6) for dim, value in self.used.items()}
 
     def breach(self) -> Breach | None:
         usage = self.usage()
@@ -153,6 +152,20 @@ class BudgetMeter:
                 if value is not None and usage[dim] >= value:
                     return Breach(level, dim, usage[dim], value)
         return None
+
+
+def with_soft(limits: Limits, dimension: str, soft: float) -> Limits:
+    """A copy of ``limits`` with one soft limit moved (the limits of a run are its own)."""
+    moved = {dim: dict(limit) for dim, limit in limits.items()}
+    moved[dimension]["soft"] = soft
+    return moved
+
+
+def granted(limits: Limits, dimension: str, tranche: float) -> Limits:
+    """The limits after a person's tranche: the soft limit rises by it, never past the cap."""
+    soft, hard = limits[dimension].get("soft"), limits[dimension].get("hard")
+    raised = float(soft or 0) + float(tranche)
+    return with_soft(limits, dimension, raised if hard is None else min(raised, hard))
 
 
 def _messages(update: Any) -> list[AIMessage]:

@@ -10,7 +10,11 @@ How a run ends, and who decides:
 - worker shutdown → drain at the next step boundary (``GraphDrained``), or after the grace
   period cancel the node in flight → the run is released to the queue, its checkpoints
   intact, and another worker (or this one, restarted) continues it;
-- lease lost (another worker took it over) → stop at once and write nothing more.
+- lease lost (another worker took it over) → stop at once and write nothing more;
+- a budget limit or the supervisor → what ``RunPolicy`` (``runtime/policy.py``) answers:
+  complete with the best result, park on a wait, or release to the queue. The execution
+  asks it at a few points (each stream part, the stop at a breach, an expired activity
+  lease, the resume) and never decides about budgets or verdicts itself.
 
 Recovery: the run's id is put in the checkpoint metadata (``run_id``). If the thread's
 latest checkpoint carries this run's id, an earlier attempt got that far: the graph
@@ -22,11 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import hashlib
-import json
 import logging
 import traceback
-import uuid
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -40,9 +41,8 @@ from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
 from outlast.nodes.effects import LEDGER_KEY
-from outlast.runtime import faults, metrics
+from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
-from outlast.runtime.budget import Breach, BudgetMeter, tranche_schema
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.keeper import Keeper
@@ -61,19 +61,19 @@ from outlast.runtime.outcomes import (
     STORE_FAILED,
     SUPERVISOR,
     BudgetStop,
-    CloseWithBest,
     Outcome,
     Parked,
     run_config,
     store_failure,
 )
+from outlast.runtime.policy import Action, Complete, Park, RunPolicy
 from outlast.runtime.recovery import logged_tasks, missing_updates
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
 from outlast.store.items import for_principal
-from outlast.supervisor.ladder import SupervisorState, supervisor
+from outlast.vocabulary import EventType, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,10 @@ class Execution:
         self.lease = Lease(run.id, worker_id, run.lease_epoch)
         self.control = RunControl()
         self.stop_reason: str | None = None
-        self.meter = BudgetMeter(run.budget, run.usage, settings.model_prices)
-        self.breach: Breach | None = None
-        self.supervisor_decision: dict[str, Any] | None = None
+        # The budget and the supervisor: asked at the points where they have a say.
+        self.policy = RunPolicy(
+            store, self.lease, settings, run, stop=self.request_stop, can_remind=self._can_remind
+        )
         self._activity: ActivityTracker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._graph: Any = None
@@ -144,14 +145,15 @@ class Execution:
             carry_window=self.settings.event_carry_window if self.store.carries_events else 0,
         )
         self._sink = sink
+        self.policy.attach(sink)
         activity = ActivityTracker(
             self.store,
             self.lease,
             sink,
             ttl=self.settings.activity_lease_ttl,
             flush_interval=self.settings.activity_flush_interval,
-            usage=self.meter.usage if self.meter.limits else None,
-            on_expired=self._supervise if self.settings.supervisor else None,
+            usage=self.policy.usage,
+            on_expired=self.policy.on_activity_expired if self.settings.supervisor else None,
         )
         self._activity = activity
         self._loop = asyncio.get_running_loop()
@@ -165,8 +167,9 @@ class Execution:
                 if isinstance(result, Parked):
                     return await self._park(result)
                 if isinstance(result, BudgetStop):
-                    return await self._budget_stop(result)
-                await self._record_usage()
+                    action = await self.policy.at_budget_stop(result.breach, result.values)
+                    return await self._act(action, result.values)
+                await self.policy.record()
                 return await self._end_completed(result)
             except asyncio.CancelledError:
                 if not (self._graph_task.cancelled() and self.stop_reason):
@@ -219,11 +222,10 @@ class Execution:
             due = options.not_before - dt.datetime.now(dt.UTC)
             if due.total_seconds() > 0:
                 # `after_seconds`: a timer wait, so the run holds no worker meanwhile
-                spec = WaitSpec(interrupt_id=AFTER, kind="timer", wake_at=options.not_before)
+                spec = WaitSpec(interrupt_id=AFTER, kind=WaitKind.TIMER, wake_at=options.not_before)
                 return Parked([spec])
-        meter = self.meter
         if run.last_seq > 2:
-            closed = await self._runtime_answers(meter)
+            closed = await self.policy.on_resume()
             if closed is not None:
                 state = await graph.aget_state(config)
                 return BudgetStop(closed, state.values)
@@ -277,17 +279,14 @@ class Execution:
                 if part["type"] in ("checkpoints", "debug"):
                     continue
                 translator.feed(part)
-                if meter.limits:
-                    meter.on_part(part)
-                if meter.limits and self.breach is None:
-                    self.breach = meter.breach()
-                    if self.breach is not None:
-                        # stop at the next step boundary, with a checkpoint there
-                        self.control.request_drain("budget")
+                if self.policy.observe(part):
+                    # a limit is reached: stop at the next step boundary, with a checkpoint
+                    self.control.request_drain("budget")
         except GraphDrained:
-            if self.breach is None or self.stop_reason is not None:
+            breach = self.policy.breach
+            if breach is None or self.stop_reason is not None:
                 raise
-            return BudgetStop(self.breach.describe(), final)
+            return BudgetStop(breach.describe(), final)
         finally:
             if tap is not None:
                 await tap.close()
@@ -303,11 +302,11 @@ class Execution:
         """What to feed the graph to go on from this run's last checkpoint: the answers
         to its pending interrupts, or ``None`` to resume after a crash or a drain."""
         pending = {i.id for i in state.interrupts}
-        answered = await self.store.list_waits(self.run.id, "answered") if pending else []
+        answered = await self.store.list_waits(self.run.id, WaitStatus.ANSWERED) if pending else []
         resume = {w.interrupt_id: w.answer for w in answered if w.interrupt_id in pending}
         sink.put(
             EventDraft(
-                "run.resumed",
+                EventType.RUN_RESUMED,
                 {
                     "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
                     "next": [t.name for t in state.tasks],
@@ -320,9 +319,8 @@ class Execution:
         # crash, and a step whose every task had saved its writes would look finished.
         if not state.tasks:
             return _FINISHED
-        note = self.meter.extra.pop("supervisor_note", None)
+        note = await self.policy.take_note()
         if note is not None:
-            await self._record_usage()  # consumed: never added twice
             return Command(
                 update={"messages": [HumanMessage(content=note, name="supervisor")]},
                 resume=resume or None,
@@ -343,272 +341,18 @@ class Execution:
         else:
             loop.call_soon_threadsafe(activity.signal, None, "heartbeat")
 
-    async def _supervise(self, look: dict[str, Any]) -> str:
-        """An activity lease expired: ask the supervisor ladder, record its verdict, act."""
-        question: SupervisorState = {
-            "trigger": "activity_expired",
-            "renewal_cap": self.settings.supervisor_renewal_cap,
-            "can_remind": self._can_remind(),
-            "reminders": int(self.meter.extra.get("reminders", 0)),
-            **look,  # type: ignore[typeddict-item]
-        }
-        state = await supervisor.ainvoke(question)
-        verdict = str(state.get("verdict", "renew"))
-        metrics.SUPERVISOR_VERDICTS.labels(tier=str(state.get("tier")), verdict=verdict).inc()
-        if self._sink is not None:
-            with contextlib.suppress(SinkClosed):
-                self._sink.put(
-                    EventDraft(
-                        "supervisor.verdict",
-                        {
-                            "trigger": "activity_expired",
-                            "activity": look["activity"]["name"],
-                            "tier": state.get("tier"),
-                            "verdict": verdict,
-                            "reason": state.get("reason", ""),
-                            "cost": state.get("cost") or {"model_calls": 0, "tokens": 0},
-                        },
-                    )
-                )
-        if verdict in ("remind", "change_strategy") and not self._can_remind():
-            verdict = "escalate"  # nowhere to put a message: a person decides
-        if verdict in ("close", "escalate", "remind", "change_strategy"):
-            self.supervisor_decision = {
-                "verdict": verdict,
-                "activity": look["activity"],
-                "reason": state.get("reason", ""),
-            }
-            self.request_stop(SUPERVISOR)
-        return verdict
-
-    async def _record_usage(self, partial: dict[str, Any] | None = None) -> None:
-        """Usage (when the run has a budget) and, when a budget or the supervisor closed
-        the run, why its result is partial."""
-        if self.meter.limits or partial is not None or self.meter.extra:
-            usage: dict[str, Any] = (
-                self.meter.usage() if self.meter.limits else dict(self.meter.extra)
-            )
-            if partial is not None:
-                usage["partial"] = partial
-            await self.store.set_activity(self.lease, None, usage)
-
-    async def _runtime_answers(self, meter: BudgetMeter) -> dict[str, Any] | None:
-        """Apply what a person decided at a runtime checkpoint (not a graph interrupt): a
-        budget tranche raises the soft limit (never past the hard cap); ``close`` (budget
-        or supervisor escalation) ends the run with its best result; ``retry`` resumes."""
-        for wait in await self.store.list_waits(self.run.id, "answered"):
-            if wait.interrupt_id.startswith("supervisor:"):
-                if wait.answer == "close":
-                    return {
-                        "closed_by": "a person",
-                        "after": "supervisor escalation",
-                        **(wait.object or {}),
-                    }
-                await self.store.apply_budget(self.lease, meter.limits, wait.id)
-                continue
-            if wait.kind != "budget" or not isinstance(wait.answer, dict):
-                continue
-            dim = str((wait.object or {}).get("dimension"))
-            if wait.answer.get("action") == "close" or dim not in meter.limits:
-                return {"level": "soft", "dimension": dim, "closed_by": "a person"}
-            limits = {d: dict(v) for d, v in meter.limits.items()}
-            soft, hard = limits[dim].get("soft"), limits[dim].get("hard")
-            raised = float(soft or 0) + float(wait.answer.get("tranche", 0))
-            limits[dim]["soft"] = raised if hard is None else min(raised, hard)
-            await self.store.apply_budget(self.lease, limits, wait.id)
-            meter.limits = limits
-        return None
-
     def _can_remind(self) -> bool:
         """A supervisor message needs a conversation to go into."""
         return self._graph is not None and "messages" in self._graph.channels
 
-    async def _supervisor_stop(self, decision: dict[str, Any]) -> Outcome:
-        """The node in flight was cancelled on the supervisor's verdict: close with the
-        state of the last checkpoint, or ask a person whether to retry it."""
-        state = await self._graph.aget_state(run_config(self.run))
-        name = decision["activity"]["name"]
-        if decision["verdict"] in ("remind", "change_strategy"):
-            return await self._remind(decision, state)
-        if decision["verdict"] == "close":
-            closed = {"closed_by": "supervisor", "activity": name, "reason": decision["reason"]}
-            await self._record_usage(partial=closed)
-            return await self._end_completed(state.values, partial=closed)
-        silent = decision["activity"].get("silent_for")
-        spec = WaitSpec(
-            interrupt_id=f"supervisor:{uuid.uuid4().hex[:8]}",
-            kind="human",
-            object={"activity": name, "reason": decision["reason"]},
-            prompt=(
-                f"{name} went silent ({silent} s without a sign of life) and the "
-                "supervisor stopped it. Retry it from the last checkpoint, or close "
-                "the run with the best result?"
-            ),
-            schema={"enum": ["retry", "close"]},
-        )
-        return await self._park(Parked([spec]))
-
-    async def _auto_tranche(self, dim: str, values: Any) -> bool:
-        """The supervisor's call at a soft limit, within what the operator allows: another
-        tranche only if the run made progress since the last checkpoint (its state
-        changed), never past the hard cap. Otherwise a person decides."""
-        meter, allowed = self.meter, self.settings.budget_auto_tranches
-        state = hashlib.sha256(
-            json.dumps(to_jsonable(values), sort_keys=True, default=str).encode()
-        ).hexdigest()
-        progressed = meter.extra.get("checkpoint_state") != state
-        granted = int(meter.extra.get("auto_tranches", 0))
-        meter.extra["checkpoint_state"] = state
-        soft, hard = meter.limits[dim].get("soft"), meter.limits[dim].get("hard")
-        if (
-            allowed
-            and not progressed
-            and self._can_remind()
-            and not meter.extra.get("strategy_changed")
-        ):
-            # No progress: once, ask for another approach (a supervisor message in the
-            # conversation) with one more tranche; if that changes nothing either, close.
-            meter.extra["strategy_changed"] = True
-            meter.extra["supervisor_note"] = (
-                f"Supervisor: the run reached its soft limit of {dim} without progress since "
-                "the last checkpoint. Change strategy: try a different approach."
-            )
-            self._verdict(
-                "budget_soft",
-                "change_strategy",
-                "no progress since the last checkpoint; asking for another approach",
-            )
-            return await self._grant(dim, soft, hard, granted)
-        if allowed and not progressed:
-            # Nothing changed since the last checkpoint: more budget buys nothing.
-            self._verdict(
-                "budget_soft",
-                "close",
-                "no progress since the last checkpoint; closing with the best result",
-            )
-            raise CloseWithBest(
-                {
-                    "level": "soft",
-                    "dimension": dim,
-                    "closed_by": "supervisor",
-                    "reason": "no progress since the last checkpoint",
-                }
-            )
-        if granted >= allowed or soft is None or soft <= 0:
-            self._verdict(
-                "budget_soft",
-                "escalate",
-                f"{granted} of {allowed} automatic tranche(s) used; a person decides",
-            )
-            return False
-        if hard is not None and soft >= hard:
-            return False
-        self._verdict(
-            "budget_soft",
-            "continue",
-            f"progress since the last checkpoint; tranche {granted + 1} of {allowed}",
-        )
-        return await self._grant(dim, soft, hard, granted)
-
-    async def _grant(self, dim: str, soft: float | None, hard: float | None, granted: int) -> bool:
-        """One tranche: the soft limit doubles, never past the hard cap."""
-        if soft is None or (hard is not None and soft >= hard):
-            return False
-        raised = soft * 2 if hard is None else min(soft * 2, hard)
-        limits = {d: dict(v) for d, v in self.meter.limits.items()}
-        limits[dim]["soft"] = raised
-        self.meter.extra["auto_tranches"] = granted + 1
-        await self.store.apply_budget(self.lease, limits, None)
-        await self._record_usage()
-        return True
-
-    async def _flush_sink(self) -> None:
-        if self._sink is not None:
-            await self._sink.flush()
-
-    def _verdict(self, trigger: str, verdict: str, reason: str, tier: int = 1) -> None:
-        metrics.SUPERVISOR_VERDICTS.labels(tier=str(tier), verdict=verdict).inc()
-        if self._sink is not None:
-            with contextlib.suppress(SinkClosed):
-                self._sink.put(
-                    EventDraft(
-                        "supervisor.verdict",
-                        {
-                            "trigger": trigger,
-                            "tier": tier,
-                            "verdict": verdict,
-                            "reason": reason,
-                            "cost": {"model_calls": 0, "tokens": 0},
-                        },
-                    )
-                )
-
-    async def _remind(self, decision: dict[str, Any], state: StateSnapshot) -> Outcome:
-        """Leave a supervisor message for the next attempt of the stopped node, and give
-        the run back to the queue; it goes on from its last checkpoint with the message."""
-        goal = next(
-            (
-                str(m.content)
-                for m in state.values.get("messages", [])
-                if getattr(m, "type", "") == "human"
-            ),
-            "the task you were given",
-        )
-        name, silent = decision["activity"]["name"], decision["activity"].get("silent_for")
-        if decision["verdict"] == "remind":
-            text = (
-                f"Supervisor: {name} went silent for {silent} s and was stopped. "
-                f"Remember the goal: {goal}. Keep to it and report progress."
-            )
-        else:
-            text = (
-                f"Supervisor: {name} went silent for {silent} s and was stopped. "
-                f"Try a different approach to reach the goal: {goal}."
-            )
-        self.meter.extra["supervisor_note"] = text
-        self.meter.extra["reminders"] = int(self.meter.extra.get("reminders", 0)) + 1
-        await self._record_usage()
-        await self.store.release(self.lease, f"supervisor: {decision['verdict']}")
-        return Outcome(None, decision["verdict"])
-
-    async def _budget_stop(self, stop: BudgetStop) -> Outcome:
-        breach = stop.breach
-        if "closed_by" in breach:  # a person closed it at a checkpoint
-            await self._record_usage(partial=breach)
-            return await self._end_completed(stop.values, partial=breach)
-        metrics.BUDGET_CHECKPOINTS.labels(
-            level=str(breach.get("level")), dimension=str(breach.get("dimension"))
-        ).inc()
-        if self._sink is not None:
-            self._sink.put(EventDraft("budget.checkpoint", {**breach, "usage": self.meter.usage()}))
-            await self._sink.flush()
-        if breach["level"] == "hard":
-            await self._record_usage(partial=breach)
-            return await self._end_completed(stop.values, partial=breach)
-        dim = breach["dimension"]
-        limit = self.meter.limits[dim]
-        try:
-            granted = await self._auto_tranche(dim, stop.values)
-        except CloseWithBest as close:
-            await self._flush_sink()
-            await self._record_usage(partial=close.breach)
-            return await self._end_completed(stop.values, partial=close.breach)
-        await self._flush_sink()  # the verdict is logged before the run is released/parked
-        if granted:
-            await self.store.release(self.lease, "budget tranche granted by the supervisor")
-            return Outcome(None, "tranche")
-        spec = WaitSpec(
-            interrupt_id=f"budget:{dim}:{uuid.uuid4().hex[:8]}",
-            kind="budget",
-            object={"dimension": dim, "used": breach["used"], **limit},
-            prompt=(
-                f"The run reached its soft limit of {dim} ({breach['used']:g} of "
-                f"{breach['limit']:g}). Continue with a tranche, or close with the best result?"
-            ),
-            schema=tranche_schema(limit, dim),
-        )
-        await self._record_usage()
-        return await self._park(Parked([spec]))
+    async def _act(self, action: Action, values: Any) -> Outcome:
+        """Do what the policy decided; ``values`` is the run's best result."""
+        if isinstance(action, Complete):
+            return await self._end_completed(values, partial=action.partial)
+        if isinstance(action, Park):
+            return await self._park(Parked([action.spec]))
+        await self.store.release(self.lease, action.reason)
+        return Outcome(None, action.detail)
 
     async def _park(self, parked: Parked) -> Outcome:
         status = await self.store.park(
@@ -621,12 +365,15 @@ class Execution:
         faults.fault_point(faults.BEFORE_FINISH)
         if partial is not None and isinstance(result, dict):
             result["partial"] = True  # the contract: `result.partial` when closed early
-        data: dict[str, Any] = {"status": "completed", "result": result}
+        data: dict[str, Any] = {"status": RunStatus.COMPLETED, "result": result}
         if partial is not None:
             data["partial"] = True
             data["closed_by"] = partial
         await self.store.finish(
-            self.lease, RunStatus.COMPLETED, EventDraft("run.completed", data), result=result
+            self.lease,
+            RunStatus.COMPLETED,
+            EventDraft(EventType.RUN_COMPLETED, data),
+            result=result,
         )
         return Outcome(RunStatus.COMPLETED)
 
@@ -641,8 +388,8 @@ class Execution:
             self.lease,
             RunStatus.FAILED,
             EventDraft(
-                "run.failed",
-                {"status": "failed", "error": {k: error[k] for k in ("type", "message")}},
+                EventType.RUN_FAILED,
+                {"status": RunStatus.FAILED, "error": {k: error[k] for k in ("type", "message")}},
             ),
             error=error,
         )
@@ -658,15 +405,20 @@ class Execution:
             # Nothing can be written now; the worker lease will expire and the reaper
             # requeues the run, which resumes from its last checkpoint.
             return Outcome(None, "store failed")
-        if self.stop_reason == SUPERVISOR and self.supervisor_decision is not None:
-            return await self._supervisor_stop(self.supervisor_decision)
+        if self.stop_reason == SUPERVISOR and self.policy.stopped is not None:
+            # the node in flight was cancelled on the supervisor's verdict
+            state = await self._graph.aget_state(run_config(self.run))
+            action = await self.policy.after_supervisor_stop(state.values)
+            return await self._act(action, state.values)
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
             reason = (current.error or {}).get("reason", "cancelled") if current else "cancelled"
             await self.store.finish(
                 self.lease,
                 RunStatus.CANCELLED,
-                EventDraft("run.cancelled", {"status": "cancelled", "reason": reason}),
+                EventDraft(
+                    EventType.RUN_CANCELLED, {"status": RunStatus.CANCELLED, "reason": reason}
+                ),
                 error={"type": "cancelled", "reason": reason},
             )
             return Outcome(RunStatus.CANCELLED, reason)

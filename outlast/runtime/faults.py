@@ -1,9 +1,11 @@
 """Named fault-injection points for crash tests.
 
-Production code calls ``fault_point("name")`` at the moments a crash would be most
+Production code calls ``fault_point("name")`` at the moments a failure would be most
 harmful. Nothing happens unless the environment variable ``OUTLAST_FAULTS`` names the
-point (comma-separated), which only tests set: then the process kills itself with
-SIGKILL right there, the way a machine dies: no cleanup, no finally blocks.
+point (comma-separated), which only tests set. A bare name kills the process with SIGKILL
+right there, the way a machine dies: no cleanup, no finally blocks. ``name:raise`` raises
+``InjectedFault`` there every time instead (a bug in that code), and ``name:raise-once``
+only the first time in this process (a transient error).
 """
 
 from __future__ import annotations
@@ -18,13 +20,45 @@ ENV = "OUTLAST_FAULTS"
 # The points this runtime defines; tests refer to them by these names.
 AFTER_CLAIM = "worker.after_claim"
 BEFORE_FINISH = "worker.before_finish"
+# One turn of each of the worker's own loops (runtime/worker.py); the heartbeat's only
+# while the worker holds runs, so that a fault there is one under leases.
+CLAIM_LOOP = "worker.claim_loop"
+HEARTBEAT_LOOP = "worker.heartbeat_loop"
+REAPER_LOOP = "worker.reaper_loop"
+RETENTION_LOOP = "worker.retention_loop"
+
+KILL = "kill"
+RAISE = "raise"
+RAISE_ONCE = "raise-once"
+
+_fired: set[str] = set()
+
+
+class InjectedFault(RuntimeError):
+    """Raised at an armed ``name:raise`` point; nothing else raises it."""
+
+
+def _modes() -> dict[str, str]:
+    modes: dict[str, str] = {}
+    for entry in FaultSettings().faults.split(","):
+        name, _, mode = entry.strip().partition(":")
+        if name:
+            modes[name] = mode or KILL
+    return modes
 
 
 def armed() -> frozenset[str]:
-    raw = FaultSettings().faults
-    return frozenset(p.strip() for p in raw.split(",") if p.strip())
+    return frozenset(_modes())
 
 
 def fault_point(name: str) -> None:
-    if name in armed():
+    mode = _modes().get(name)
+    if mode is None:
+        return
+    if mode == KILL:
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == RAISE_ONCE:
+        if name in _fired:
+            return
+        _fired.add(name)
+    raise InjectedFault(f"fault injected at {name}")

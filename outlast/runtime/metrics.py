@@ -126,6 +126,14 @@ WORKER_IN_FLIGHT = Gauge(
     "whether workers are saturated.",
     registry=REGISTRY,
 )
+WORKER_LOOP_RESTARTS = Counter(
+    "outlast_worker_loop_restarts",
+    "Restarts of a worker's own loop (claim, heartbeat, reaper, waker, retention) after it "
+    "raised, by loop. Why: a loop that fails silently lets leases expire under a live "
+    "worker; any rise here is a bug or a sick dependency, before the worker gives up.",
+    ["loop"],
+    registry=REGISTRY,
+)
 WORKER_FINISHED = Counter(
     "outlast_worker_runs_finished",
     "Executions a worker ended, by outcome: completed, failed, cancelled (terminal); "

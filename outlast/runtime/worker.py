@@ -12,6 +12,10 @@ reaper, which any worker runs, requeues runs whose worker stopped renewing.
 Shutdown drains: each run stops at its next step boundary (``RunControl.request_drain``)
 and goes back to the queue; after ``shutdown_grace`` the node in flight is cancelled and
 the run goes back from its last checkpoint.
+
+The worker supervises its own loops (``runtime/loops.py``): one that raises is restarted
+after a backoff; one that keeps failing stops the worker, and ``run()`` raises
+``LoopFailed`` once the runs have drained, so that the process exits non-zero.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults, metrics
 from outlast.runtime.execution import Execution
+from outlast.runtime.loops import LoopFailed, supervised
 from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
 from outlast.runtime.waker import Waker
 from outlast.store import TERMINAL, Run, RunStatus, Store
@@ -73,20 +78,31 @@ class Worker:
         self._unsubscribe: Callable[[], None] = _noop
         self._control_checks: set[asyncio.Task[None]] = set()
         self.completed = 0
+        self.failure: LoopFailed | None = None  # the loop that stopped this worker
+        self.stopped = False  # run() has returned or raised
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def run(self) -> None:
         """Claim and execute until ``stop()``; returns once every run is drained."""
         self._unsubscribe = self.store.hub.subscribe(CONTROL, self._on_control)
-        self._background = [
-            asyncio.create_task(self._heartbeat_loop(), name="outlast-heartbeat"),
-            asyncio.create_task(self._reaper_loop(), name="outlast-reaper"),
-            asyncio.create_task(Waker(self.store, self.settings).run(), name="outlast-waker"),
-            asyncio.create_task(self._retention_loop(), name="outlast-retention"),
-        ]
+        loops = {
+            "heartbeat": self._heartbeat_loop,
+            "reaper": self._reaper_loop,
+            "waker": Waker(self.store, self.settings).run,
+            "retention": self._retention_loop,
+        }
+        for name, loop in loops.items():
+            task = asyncio.create_task(
+                supervised(name, loop, self._stopping), name=f"outlast-{name}"
+            )
+            task.add_done_callback(self._loop_ended)
+            self._background.append(task)
         try:
-            await self._claim_loop()
+            try:
+                await supervised("claim", self._claim_loop, self._stopping)
+            except LoopFailed as exc:
+                self.failure = self.failure or exc
         finally:
             self._unsubscribe()
             log.info("worker %s stopping: draining %d run(s)", self.id, len(self._tasks))
@@ -97,6 +113,16 @@ class Worker:
             for task in stuck:  # never hang the shutdown on a background loop
                 log.warning("background task %s did not stop", task.get_name())
             log.info("worker %s stopped", self.id)
+            self.stopped = True
+        if self.failure is not None:
+            raise self.failure
+
+    def _loop_ended(self, task: asyncio.Task[None]) -> None:
+        """A background loop gave up: the worker cannot keep its promises; stop it."""
+        if task.cancelled() or not isinstance(task.exception(), LoopFailed):
+            return
+        self.failure = self.failure or task.exception()  # type: ignore[assignment]
+        self.stop()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -106,6 +132,7 @@ class Worker:
         settings = self.settings
         with self.store.hub.watch(QUEUE) as wake:
             while not self._stopping.is_set():
+                faults.fault_point(faults.CLAIM_LOOP)
                 free = settings.worker_concurrency - len(self.held)
                 if free <= 0:
                     self._slot_freed.clear()
@@ -210,6 +237,7 @@ class Worker:
             before = set(self.held)
             if not before:
                 continue
+            faults.fault_point(faults.HEARTBEAT_LOOP)
             try:
                 held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
             except Exception as exc:
@@ -229,6 +257,7 @@ class Worker:
 
     async def _reaper_loop(self) -> None:
         while True:
+            faults.fault_point(faults.REAPER_LOOP)
             try:
                 for reaped in await self.store.reap():
                     log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
@@ -239,6 +268,7 @@ class Worker:
     async def _retention_loop(self) -> None:
         settings = self.settings
         while True:
+            faults.fault_point(faults.RETENTION_LOOP)
             try:
                 await self.store.prune(
                     keep=settings.event_retention_count, max_age=settings.event_retention_age

@@ -366,6 +366,10 @@ class Store(abc.ABC):
         itself) and no notification: it is polled, and too frequent to wake anyone."""
 
     @abc.abstractmethod
+    async def set_supervision(self, lease: Lease, supervision: dict[str, Any]) -> None:
+        """Record what the supervisor remembers about the run between attempts (fenced)."""
+
+    @abc.abstractmethod
     async def apply_budget(
         self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
     ) -> None:

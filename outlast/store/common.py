@@ -495,6 +495,18 @@ class SharedRunOps(TxProvider):
         if not done:
             raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
 
+    async def set_supervision(self, lease: Lease, supervision: dict[str, Any]) -> None:
+        async with self._writing() as tx:
+            done = await tx.rows(
+                "set_supervision",
+                run_id=lease.run_id,
+                worker_id=lease.worker_id,
+                epoch=lease.epoch,
+                supervision=tx.encode_json(supervision),
+            )
+        if not done:
+            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+
     async def apply_budget(
         self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
     ) -> None:

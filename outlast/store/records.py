@@ -58,6 +58,8 @@ class Run:
     activity: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
     options: dict[str, Any] | None = None
+    # the supervisor's memory of this run (runtime/policy.py), never shown to clients
+    supervision: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:

@@ -58,6 +58,7 @@ def run_from_row(
         activity=load(row["activity"]),
         usage=load(row["usage"]),
         options=load(row["options"]),
+        supervision=load(row["supervision"]),
     )
 
 

@@ -390,6 +390,12 @@ WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
+-- name: set_supervision
+UPDATE outlast_runs SET supervision = %(supervision)s::jsonb
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
 -- name: set_budget
 UPDATE outlast_runs SET budget = %(budget)s::jsonb
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s

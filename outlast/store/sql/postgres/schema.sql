@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0010_temporary_threads
+-- Up to migration: 0011_supervision
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -48,6 +48,7 @@ CREATE TABLE outlast_runs (
     activity         jsonb,  -- what a running run is doing now (0004)
     usage            jsonb,  -- budget usage, and whether a budget closed it (0005)
     options          jsonb,  -- what a LangGraph request sets for the execution (0009)
+    supervision      jsonb,  -- what the supervisor remembers between attempts (0011)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     CONSTRAINT outlast_runs_idempotency UNIQUE (principal, idempotency_key)
 );

@@ -295,6 +295,12 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
+-- name: set_supervision
+UPDATE outlast_runs SET supervision = :supervision
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
 -- name: set_budget
 UPDATE outlast_runs SET budget = :budget
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch

@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0010_temporary_threads
+-- Up to migration: 0011_supervision
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -50,6 +50,7 @@ CREATE TABLE outlast_runs (
     activity         TEXT,  -- what a running run is doing now (0004)
     usage            TEXT,  -- budget usage (0005)
     options          TEXT,  -- what a LangGraph request sets for the execution (0009)
+    supervision      TEXT,  -- what the supervisor remembers between attempts (0011)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     UNIQUE (principal, idempotency_key)
 );
