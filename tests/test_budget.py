@@ -6,8 +6,7 @@ import asyncio
 from typing import Any
 
 from outlast.store import Store
-from tests.harness import collect, make_settings, post_run, serve, wait_result
-from tests.test_waits import answer, wait_status
+from tests.harness import answer, collect, make_settings, post_run, serve, wait_result, wait_status
 
 LOOP = {"configurable": {"rounds": 20}, "recursion_limit": 100}
 

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph_sdk import get_client
 
 from outlast.store import Store
-from tests.harness import make_settings, serve
+from tests.harness import eventually, make_settings, serve
 
 
 async def test_the_thread_stream_follows_every_run_and_resumes_by_id(store: Store) -> None:
@@ -252,12 +252,11 @@ async def test_a_stateless_runs_thread_is_deleted_after_it_ends_unless_kept(stor
         )
         for run in (gone, kept):
             await client.runs.join(run["thread_id"], run["run_id"])
-        for _ in range(200):
-            if (await srv.client.get(f"/threads/{gone['thread_id']}")).status_code == 404:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the temporary thread was not deleted")
+
+        async def deleted() -> bool:
+            return (await srv.client.get(f"/threads/{gone['thread_id']}")).status_code == 404
+
+        await eventually(deleted, what="the temporary thread deleted")
         assert (await srv.client.get(f"/v1/runs/{gone['run_id']}")).status_code == 404
         assert (await client.threads.get(kept["thread_id"]))["status"] == "idle"
         assert (await client.threads.get_state(kept["thread_id"]))["values"]["messages"]
