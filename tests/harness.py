@@ -3,7 +3,8 @@ each other.
 
 Which module holds what:
 
-- ``tests/harness.py`` (this one): waiting on a condition (``eventually``, the one polling
+- ``tests/harness.py`` (this one): the test databases (a Postgres store on the session's
+  database, an SQLite store in a folder), waiting on a condition (``eventually``, the one polling
   loop of the suite), the API in the test's own event loop under uvicorn on a real socket
   (stream tests must cut real TCP connections), a small SSE client, and the HTTP
   helpers every API test uses (post a run, wait for its status, answer a wait).
@@ -21,11 +22,13 @@ import asyncio
 import contextlib
 import inspect
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import uvicorn
@@ -34,6 +37,8 @@ from outlast.api.app import create_app
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.store import Store
+from outlast.store.postgres import PostgresStore
+from outlast.store.sqlite import SqliteStore
 from outlast.vocabulary import TERMINAL
 
 TESTS = Path(__file__).parent
@@ -311,3 +316,50 @@ async def answer(srv: Server, run_id: str, wait_id: str, value: Any) -> httpx.Re
     return await srv.client.post(
         f"/v1/runs/{run_id}/input", json={"wait_id": wait_id, "value": value}
     )
+
+
+# -- databases ----------------------------------------------------------------------------
+
+# The Postgres server the tests use; each test session creates its own database there
+# (``pg_url`` in conftest.py), so parallel sessions never share one.
+ADMIN_URL = os.environ.get(
+    "OUTLAST_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REQUIRE_PG = os.environ.get("OUTLAST_REQUIRE_POSTGRES") == "1"
+
+
+def with_db(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+_MIGRATED: set[str] = set()
+
+TABLES = (
+    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
+    " outlast_runs, outlast_threads, outlast_assistant_versions, outlast_assistants,"
+    " checkpoints, checkpoint_blobs, checkpoint_writes,"
+    # LangGraph's item store (store/items.py); its store_migrations table stays.
+    " store"
+)
+
+
+async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
+    """A store on the session's database, migrated once per session and emptied for the
+    test (``truncate=False`` to read back what a process of this test wrote)."""
+    store = PostgresStore(url, max_size=20)
+    await store.open()
+    if url not in _MIGRATED:
+        await store.migrate()
+        _MIGRATED.add(url)
+    if truncate:
+        async with store.pool.connection() as conn:
+            await conn.execute(f"TRUNCATE {TABLES}")
+    return store
+
+
+async def open_sqlite(folder: Path) -> SqliteStore:
+    store = SqliteStore(folder / "outlast.db", folder / "checkpoints.db")
+    await store.open()
+    await store.migrate()
+    return store

@@ -14,8 +14,7 @@ import pytest
 
 from outlast.runtime.accept import RunRequest, accept
 from outlast.store import RunStatus, Store
-from tests.conftest import open_pg
-from tests.harness import NotYet, eventually
+from tests.harness import NotYet, eventually, open_pg, wait_result
 from tests.procs import (
     after_fault,
     all_events,
@@ -248,10 +247,9 @@ async def test_killing_the_whole_server_loses_nothing(
         kill(server)
         server, url = start_server(db_url, tmp_path / "s2.log")
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
-            assert result.status_code == 200, result.text
-            assert result.json()["status"] == "completed"
-            assert result.json()["result"] == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+            final = await wait_result(client, run_id)
+            assert final["status"] == "completed"
+            assert final["result"] == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
     finally:
         kill(server)
     assert count.read_text().split() == ["n1", "n2", "n3", "n3", "n4", "n5", "n6"]
@@ -290,9 +288,9 @@ async def test_a_timer_survives_a_restart_of_every_process(
             await asyncio.sleep(0.05)
         server, url = start_server(db_url, tmp_path / "s2.log")
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 20})
-        assert result.status_code == 200 and result.json()["status"] == "completed"
-        woke = dt.datetime.fromisoformat(result.json()["result"]["got"])
+            final = await wait_result(client, run_id)
+        assert final["status"] == "completed"
+        woke = dt.datetime.fromisoformat(final["result"]["got"])
         assert woke >= until
     finally:
         kill(server)

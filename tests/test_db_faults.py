@@ -19,8 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import open_pg
-from tests.harness import sse_events
+from tests.harness import open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]

@@ -23,7 +23,7 @@ def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         env={**clean, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=540,  # within the slow tests' timeout (conftest.py): its output, not a kill
         cwd=tmp_path,  # anywhere: the demo does not need the repository
     )
 

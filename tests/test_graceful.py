@@ -9,12 +9,14 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from outlast.store import Store
 from outlast.vocabulary import EventType, RunStatus
-from tests.conftest import open_pg
-from tests.harness import sse_events
+from tests.harness import open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server, wait_for_status
+
+pytestmark = pytest.mark.slow
 
 
 async def test_sigterm_drains_and_streams_move_to_another_server(

@@ -22,7 +22,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from outlast.store import Store
 from tests.browser import CutProxy
-from tests.harness import eventually, make_settings, serve
+from tests.harness import eventually, make_settings, serve, wait_result
 from tests.lg_util import follow_slow
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
@@ -566,8 +566,7 @@ async def test_closing_a_stream_cancels_only_when_the_client_asked(store: Store)
 
 
 async def _native_until_terminal(http: httpx.AsyncClient, run_id: str) -> str:
-    answer = await http.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
-    return str(answer.json()["status"])
+    return str((await wait_result(http, run_id))["status"])
 
 
 async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> None:

@@ -16,8 +16,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import open_pg
-from tests.harness import eventually, sse_events
+from tests.harness import eventually, open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server, start_worker
 
 pytestmark = pytest.mark.slow

@@ -83,7 +83,7 @@ class ServerProcess:
             start_new_session=True,
         )
 
-    def ready(self, timeout: float = 30.0) -> None:
+    def ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
