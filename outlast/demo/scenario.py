@@ -21,12 +21,16 @@ says otherwise (the script is what makes the path, and so the narration, repeata
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import shutil
 import signal
+import sqlite3
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from rich.console import Console
@@ -40,6 +44,8 @@ TASK = (
     "Search the notes, compute the total words, ask who gets the report, "
     "write a report and email it."
 )
+T = TypeVar("T")
+
 ANSWER = "ana@example.com"
 BUDGET = {"tool_calls": {"soft": 7, "hard": 20}}
 TRANCHE = 4
@@ -192,6 +198,39 @@ class Demo:
             f"started at #{resumed[0] if resumed else '?'}",
         )
 
+    async def _while_serving(self, waiting: Awaitable[T], step: str) -> T:
+        """What ``waiting`` waits for, unless server-1 exits first. It is armed to die when
+        the email leaves, so if the run gets there before this step, nothing can happen
+        any more: the step fails at once instead of waiting out PATIENCE."""
+        assert self.server is not None
+        task = asyncio.ensure_future(waiting)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=0.5)
+                if done:
+                    return task.result()
+                code = self.server.proc.poll()
+                if code is not None:
+                    self.require(
+                        step,
+                        False,
+                        f"{self.server.name} exited ({code}) before it: the run reached the "
+                        f"email first (usage then: {await self._usage()})",
+                    )
+        finally:
+            task.cancel()
+
+    async def _usage(self) -> Any:
+        """The run's usage as stored, read from the store's files (the server is gone)."""
+
+        def read() -> Any:
+            with contextlib.closing(sqlite3.connect(self.folder / "outlast.db")) as db:
+                row = db.execute("SELECT usage FROM outlast_runs WHERE id = ?", (self.run_id,))
+                found = row.fetchone()
+            return json.loads(found[0]) if found and found[0] else None
+
+        return await asyncio.to_thread(read)
+
     async def _moved_past(self, client: httpx.AsyncClient, seq: int) -> dict[str, Any]:
         """The run's snapshot once its log is past ``seq`` (or the last one read, when it
         does not get there within PATIENCE: the step then shows it did not move)."""
@@ -225,7 +264,10 @@ class Demo:
 
     async def _budget(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say(f"Budget: tool calls soft {BUDGET['tool_calls']['soft']}, hard 20")
-        checkpoint = await follower.wait_for(lambda e: e.type == "budget.checkpoint", PATIENCE)
+        checkpoint = await self._while_serving(
+            follower.wait_for(lambda e: e.type == "budget.checkpoint", PATIENCE),
+            "budget checkpoint decides",
+        )
         event = await follower.wait_for(_wait_of("budget"), PATIENCE)
         self.console.print(
             f"  soft limit reached ({checkpoint.data.get('dimension')} "
