@@ -21,6 +21,12 @@ from typing import Any
 
 import pytest
 
+from tests.harness import PATIENCE
+
+# How long a page waits for what it should show (Playwright counts in milliseconds): the
+# suite's patience, since the page, its server and the test share two busy cores.
+PAGE_WAIT = PATIENCE * 1000
+
 ARTIFACTS = Path(os.environ.get("OUTLAST_ARTIFACTS", Path(__file__).parent.parent / ".artifacts"))
 INSTALL = "sudo apt-get install -y chromium  (Debian/Ubuntu; then: pip install -e '.[dev]')"
 
@@ -47,6 +53,7 @@ async def headless_page(width: int, height: int) -> AsyncIterator[Any]:
             executable_path=executable, headless=True, args=["--no-sandbox"]
         )
         context = await browser.new_context(viewport={"width": width, "height": height})
+        context.set_default_timeout(PAGE_WAIT)
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))

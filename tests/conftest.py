@@ -8,29 +8,18 @@ those tests skip, unless ``OUTLAST_REQUIRE_POSTGRES=1`` (set by ``.ci/run``): th
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from outlast.store import Store
 from outlast.store.postgres import PostgresStore
-from outlast.store.sqlite import SqliteStore
+from tests.harness import ADMIN_URL, REQUIRE_PG, open_pg, open_sqlite, with_db
 
-ADMIN_URL = os.environ.get(
-    "OUTLAST_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-REQUIRE_PG = os.environ.get("OUTLAST_REQUIRE_POSTGRES") == "1"
 BACKENDS = ["sqlite", "postgres"]
-
-
-def _with_db(url: str, dbname: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{dbname}"))
 
 
 @pytest.fixture(scope="session")
@@ -44,40 +33,22 @@ def pg_url() -> Iterator[str]:
         if REQUIRE_PG:
             pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but Postgres is unreachable: {exc}")
         pytest.skip(f"Postgres unreachable at {ADMIN_URL}: {exc}")
-    url = _with_db(ADMIN_URL, name)
+    url = with_db(ADMIN_URL, name)
     yield url
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-_migrated: set[str] = set()
-
-TABLES = (
-    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
-    " outlast_runs, outlast_threads, outlast_assistant_versions, outlast_assistants,"
-    " checkpoints, checkpoint_blobs, checkpoint_writes,"
-    # LangGraph's item store (store/items.py); its store_migrations table stays.
-    " store"
-)
+# The suite's default timeout (pyproject.toml) only stops a hung test. Tests that start
+# processes (marked ``slow``) start several Python interpreters each, which takes tens of
+# seconds on two cores shared with other suites: they get longer before they count as hung.
+SLOW_TIMEOUT = 600.0
 
 
-async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
-    store = PostgresStore(url, max_size=20)
-    await store.open()
-    if url not in _migrated:
-        await store.migrate()
-        _migrated.add(url)
-    if truncate:
-        async with store.pool.connection() as conn:
-            await conn.execute(f"TRUNCATE {TABLES}")
-    return store
-
-
-async def open_sqlite(folder: Path) -> SqliteStore:
-    store = SqliteStore(folder / "outlast.db", folder / "checkpoints.db")
-    await store.open()
-    await store.migrate()
-    return store
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,18 +1,34 @@
-"""A real server on a real socket, in the test's event loop, and a small SSE client.
+"""The helpers test modules share; test modules import helpers from here, never from
+each other.
 
-Stream tests must cut real TCP connections, so the API runs under uvicorn on an
-ephemeral port; httpx talks to it over loopback.
+Which module holds what:
+
+- ``tests/harness.py`` (this one): the test databases (a Postgres store on the session's
+  database, an SQLite store in a folder), waiting on a condition (``eventually``, the one polling
+  loop of the suite), the API in the test's own event loop under uvicorn on a real socket
+  (stream tests must cut real TCP connections), a small SSE client, and the HTTP
+  helpers every API test uses (post a run, wait for its status, answer a wait).
+- ``tests/procs.py``: real ``outlast`` processes (workers and servers) killed with real
+  signals, and reading a run's log back from the store after them.
+- ``tests/util.py``: a ``NewRun`` built by hand, for tests that drive the store directly.
+- ``tests/lg_util.py``: the LangGraph face's SDK client following a slow run.
+- ``tests/browser.py``: headless Chromium pages and the TCP proxy that cuts connections.
+- ``tests/graphs.py``, ``tests/lg_graphs.py``: the graphs the tests run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
-from collections.abc import AsyncIterator
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import uvicorn
@@ -21,9 +37,90 @@ from outlast.api.app import create_app
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.store import Store
+from outlast.store.postgres import PostgresStore
+from outlast.store.sqlite import SqliteStore
+from outlast.vocabulary import TERMINAL
 
 TESTS = Path(__file__).parent
 GRAPHS = TESTS / "langgraph.json"
+
+T = TypeVar("T")
+
+# How long a condition may take to hold. Generous on purpose: the suite runs six workers
+# on two shared cores, where a step that takes 10 ms alone can take seconds. A deadline
+# only bounds how long a broken test hangs; it is never what the test checks.
+PATIENCE = 60.0
+
+# Activity leases short enough that the supervisor is woken within a test (the defaults
+# are sized for real work), and a low renewal cap so its ladder climbs quickly.
+SUPERVISOR_FAST = {
+    "activity_lease_ttl": 0.4,
+    "activity_flush_interval": 0.05,
+    "supervisor_renewal_cap": 2,
+}
+
+
+class NotYet(Exception):
+    """Raised by a probe of ``eventually`` to say "not yet" with a reason, which the
+    timeout's message then shows."""
+
+
+async def eventually(
+    probe: Callable[[], T | Awaitable[T]],
+    *,
+    timeout: float = PATIENCE,
+    every: float = 0.02,
+    what: str = "the condition",
+) -> T:
+    """Call ``probe`` (a function or a coroutine function) until it returns something
+    truthy, and return that.
+
+    The probe says "not yet" by returning a falsy value or raising ``NotYet``; any other
+    exception (an ``AssertionError`` that says the condition can no longer hold, say)
+    ends the wait at once. The deadline is on the monotonic clock, not a count of polls,
+    so a slow probe cannot stretch it.
+    """
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = probe()
+            if inspect.isawaitable(result):
+                result = await result
+        except NotYet as exc:
+            last = exc
+        else:
+            if result:
+                return result  # type: ignore[return-value]
+            last = result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} did not hold within {timeout:g} s; last: {last!r}")
+        await asyncio.sleep(every)
+
+
+def eventually_blocking(
+    probe: Callable[[], T],
+    *,
+    timeout: float = PATIENCE,
+    every: float = 0.02,
+    what: str = "the condition",
+) -> T:
+    """``eventually`` for the tests that have no event loop (they drive processes from
+    threads): the same contract, sleeping the thread between polls."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = probe()
+        except NotYet as exc:
+            last = exc
+        else:
+            if result:
+                return result
+            last = result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} did not hold within {timeout:g} s; last: {last!r}")
+        time.sleep(every)
 
 
 def make_settings(**overrides: Any) -> Settings:
@@ -66,10 +163,13 @@ async def serve(
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
+
+    def started() -> bool:
         if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+            task.result()  # it failed to start: its error, not a timeout
+        return bool(server.started)
+
+    await eventually(started, every=0.01, what="uvicorn starting")
     port = server.servers[0].sockets[0].getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -154,9 +254,112 @@ async def post_run(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
 
 
 async def wait_result(
-    client: httpx.AsyncClient, run_id: str, timeout: float = 30
+    client: httpx.AsyncClient, run_id: str, timeout: float = 2 * PATIENCE
 ) -> dict[str, Any]:
-    response = await client.get(f"/v1/runs/{run_id}/result", params={"wait": timeout})
+    """The run's final snapshot. Long-polls in rounds shorter than the client's own
+    timeout, so a run that takes longer on a busy machine is waited for, not failed."""
+
+    async def probe() -> dict[str, Any]:
+        wait = min(20.0, timeout)
+        response = await client.get(f"/v1/runs/{run_id}/result", params={"wait": wait})
+        if response.status_code == 202:
+            raise NotYet(response.json())
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
+    return await eventually(probe, timeout=timeout, every=0, what=f"run {run_id} ending")
+
+
+async def snapshot(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
+    response = await client.get(f"/v1/runs/{run_id}")
     assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def until_snapshot(
+    client: httpx.AsyncClient,
+    run_id: str,
+    check: Callable[[dict[str, Any]], bool],
+    *,
+    timeout: float = PATIENCE,
+    what: str = "the condition",
+) -> dict[str, Any]:
+    """The run's snapshot, once ``check`` holds for it."""
+
+    async def probe() -> dict[str, Any]:
+        snap = await snapshot(client, run_id)
+        if not check(snap):
+            raise NotYet(snap)
+        return snap
+
+    return await eventually(probe, timeout=timeout, what=f"run {run_id}: {what}")
+
+
+async def wait_status(
+    client: httpx.AsyncClient, run_id: str, status: str, timeout: float = PATIENCE
+) -> dict[str, Any]:
+    """Poll the snapshot until the run reaches ``status`` (a wait has no terminal event).
+    A run that ends in another status fails at once: it will never get there."""
+
+    def check(snap: dict[str, Any]) -> bool:
+        if snap["status"] == status:
+            return True
+        assert snap["status"] not in TERMINAL, f"run ended {snap['status']}, not {status}: {snap}"
+        return False
+
+    return await until_snapshot(client, run_id, check, timeout=timeout, what=f"status {status}")
+
+
+async def answer(srv: Server, run_id: str, wait_id: str, value: Any) -> httpx.Response:
+    return await srv.client.post(
+        f"/v1/runs/{run_id}/input", json={"wait_id": wait_id, "value": value}
+    )
+
+
+# -- databases ----------------------------------------------------------------------------
+
+# The Postgres server the tests use; each test session creates its own database there
+# (``pg_url`` in conftest.py), so parallel sessions never share one.
+ADMIN_URL = os.environ.get(
+    "OUTLAST_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REQUIRE_PG = os.environ.get("OUTLAST_REQUIRE_POSTGRES") == "1"
+
+
+def with_db(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+_MIGRATED: set[str] = set()
+
+TABLES = (
+    "outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
+    " outlast_runs, outlast_threads, outlast_assistant_versions, outlast_assistants,"
+    " checkpoints, checkpoint_blobs, checkpoint_writes,"
+    # LangGraph's item store (store/items.py); its store_migrations table stays.
+    " store"
+)
+
+
+async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
+    """A store on the session's database, migrated once per session and emptied for the
+    test (``truncate=False`` to read back what a process of this test wrote)."""
+    store = PostgresStore(url, max_size=20)
+    await store.open()
+    if url not in _MIGRATED:
+        await store.migrate()
+        _MIGRATED.add(url)
+    if truncate:
+        async with store.pool.connection() as conn:
+            await conn.execute(f"TRUNCATE {TABLES}")
+    return store
+
+
+async def open_sqlite(folder: Path) -> SqliteStore:
+    store = SqliteStore(folder / "outlast.db", folder / "checkpoints.db")
+    await store.open()
+    await store.migrate()
+    return store

@@ -1,8 +1,9 @@
-"""Worker processes for crash tests: real processes, killed with real signals."""
+"""Real ``outlast`` processes (workers, servers) for crash and fault tests, killed with
+real signals, and the checks of a run's log after them. Everything else shared (waiting
+on conditions, the in-process server, HTTP helpers) is in ``tests/harness.py``."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from outlast.store import Event, Run, Store
-from tests.harness import GRAPHS
+from tests.harness import GRAPHS, PATIENCE, NotYet, eventually, eventually_blocking
 
 FAST_LEASES = {
     "OUTLAST_WORKER_LEASE_TTL": "1.5",
@@ -65,25 +66,25 @@ def kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
             raise AssertionError(f"process did not exit after {sig!r}; its log:\n{tail}") from None
 
 
-async def wait_for_file(path: Path, timeout: float = 30) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if path.exists():
-            return
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"{path} did not appear within {timeout}s")
+async def wait_for_file(path: Path, timeout: float = PATIENCE) -> None:
+    await eventually(path.exists, timeout=timeout, what=f"{path} appearing")
 
 
 async def wait_for_status(
-    store: Store, run_id: str, statuses: set[str], timeout: float = 60, proc: Any = None
+    store: Store, run_id: str, statuses: set[str], timeout: float = PATIENCE, proc: Any = None
 ) -> Run:
-    for _ in range(int(timeout / 0.05)):
+    """The run, once its status is one of ``statuses``; fails at once if ``proc`` (the
+    process that should get it there) has exited."""
+
+    async def probe() -> Run:
         run = await store.get_run(run_id)
         if run is not None and run.status.value in statuses:
             return run
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"worker exited with {proc.returncode}")
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"run {run_id} not in {statuses} within {timeout}s: {run}")
+        raise NotYet(run)
+
+    return await eventually(probe, timeout=timeout, what=f"run {run_id} in {statuses}")
 
 
 async def all_events(store: Store, run_id: str) -> list[Event]:
@@ -102,7 +103,6 @@ def start_server(
     """`outlast serve` on a free port (or ``port``: a restart where clients reconnect);
     returns once /readyz answers."""
     import socket
-    import time
     import urllib.request
 
     if not port:
@@ -111,18 +111,24 @@ def start_server(
             port = s.getsockname()[1]
     proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"server exited: {log.read_text(errors='replace')}")
         try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=1) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.05)
-    kill(proc)
-    raise AssertionError(f"server did not become ready: {log.read_text(errors='replace')}")
+            with urllib.request.urlopen(f"{url}/readyz", timeout=5) as response:
+                return bool(response.status == 200)
+        except OSError as exc:
+            raise NotYet(exc) from None
+
+    try:
+        eventually_blocking(ready, every=0.05, what=f"server on {url} ready")
+    except AssertionError:
+        kill(proc)
+        raise AssertionError(
+            f"server did not become ready: {log.read_text(errors='replace')}"
+        ) from None
+    return proc, url
 
 
 @contextlib.asynccontextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,18 @@ import pytest
 from outlast.graph.tools import outbox_messages
 from outlast.runtime.accept import RunRequest, accept
 from outlast.store import Store
-from tests.harness import collect, make_settings, post_run, serve, wait_result
+from outlast.vocabulary import RunStatus
+from tests.harness import (
+    PATIENCE,
+    answer,
+    collect,
+    make_settings,
+    post_run,
+    serve,
+    until_snapshot,
+    wait_result,
+)
 from tests.procs import after_fault, kill, start_worker, wait_for_status
-from tests.test_waits import answer
 
 EVERYTHING = (
     "Search the notes, compute the total words, render a job, sleep 0.3, wait for event "
@@ -31,18 +39,19 @@ def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 async def wait_kind(
-    client: httpx.AsyncClient, run_id: str, kind: str, timeout: float = 30
+    client: httpx.AsyncClient, run_id: str, kind: str, timeout: float = PATIENCE
 ) -> dict[str, Any]:
     """Poll until the run waits on a ``kind`` wait (it passes through others on the way)."""
-    for _ in range(int(timeout / 0.05)):
-        snap: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
+
+    def check(snap: dict[str, Any]) -> bool:
+        assert snap["status"] in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING), snap
         # the run and its waits are two reads: a wait that just ended can leave "waiting"
         # with no open wait for a moment
-        if snap["status"] == "waiting" and (snap["wait"] or {}).get("kind") == kind:
-            return snap
-        assert snap["status"] in ("queued", "running", "waiting"), snap
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} never waited on {kind}: {snap}")
+        return bool(
+            snap["status"] == RunStatus.WAITING and (snap["wait"] or {}).get("kind") == kind
+        )
+
+    return await until_snapshot(client, run_id, check, timeout=timeout, what=f"a {kind} wait")
 
 
 def tool_path(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

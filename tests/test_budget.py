@@ -8,8 +8,7 @@ from typing import Any
 from outlast.runtime.budget import DIMENSIONS
 from outlast.store import Store
 from outlast.supervisor.decisions import Supervision
-from tests.harness import collect, make_settings, post_run, serve, wait_result
-from tests.test_waits import answer, wait_status
+from tests.harness import answer, collect, make_settings, post_run, serve, wait_result, wait_status
 
 LOOP = {"configurable": {"rounds": 20}, "recursion_limit": 100}
 

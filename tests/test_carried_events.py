@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease
 from outlast.store.postgres import PostgresStore
+from tests.harness import eventually
 from tests.util import new_run
 
 
@@ -46,12 +47,8 @@ async def _checkpoint(store: PostgresStore, lease: Lease, sink: EventSink, threa
     await saver.aput(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met")
+async def _until(condition: Callable[[], bool]) -> None:
+    await eventually(condition, every=0.01)
 
 
 async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore) -> None:

@@ -34,13 +34,13 @@ def test_migrate_sqlite_default_then_up_to_date(tmp_path: Path) -> None:
 
 
 def test_concurrent_migrations_on_postgres_apply_once(tmp_path: Path) -> None:
-    from tests.conftest import ADMIN_URL, _with_db
+    from tests.harness import ADMIN_URL, with_db
 
     name = f"outlast_cli_{tmp_path.name[-8:].replace('-', '_').lower()}"
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = _with_db(ADMIN_URL, name)
+    url = with_db(ADMIN_URL, name)
     try:
         procs = [
             subprocess.Popen(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from outlast.store import Store
-from tests.browser import CutProxy, headless_page, screenshot_path
-from tests.harness import Server, make_settings, post_run, serve, wait_result
+from tests.browser import PAGE_WAIT, CutProxy, headless_page, screenshot_path
+from tests.harness import Server, make_settings, post_run, serve, until_snapshot, wait_result
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ async def test_a_run_followed_to_completion(store: Store, page: Any) -> None:
         await row.wait_for()
         await shot(page, "followed", "list")
         await row.locator("a").click()
-        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=PAGE_WAIT)
         await page.wait_for_selector("#status.completed")
         await shot(page, "followed", "completed")
         final = await wait_result(srv.client, run["id"])
@@ -95,17 +95,20 @@ async def test_a_cut_connection_reconnects_and_resumes_without_repeats(
         await page.wait_for_selector("#timeline .ev[data-type='node.updated']")
         assert await conn_state(page) == "live"
         await proxy.cut()
-        await page.wait_for_selector("#conn[data-state='reconnecting']", timeout=10_000)
+        await page.wait_for_selector("#conn[data-state='reconnecting']", timeout=PAGE_WAIT)
         assert "next try in" in await page.inner_text("#conn-text")
         await shot(page, "cut", "reconnecting")
-        await page.wait_for_timeout(2500)  # the run goes on while the page is cut off
+        seen = max(await timeline_seqs(page))
+        await until_snapshot(  # the run goes on while the page is cut off
+            srv.client, run["id"], lambda s: s["last_seq"] > seen, what="events the page missed"
+        )
         await proxy.restore()
-        await page.wait_for_selector("#conn[data-state='resumed']", timeout=15_000)
+        await page.wait_for_selector("#conn[data-state='resumed']", timeout=PAGE_WAIT)
         await page.wait_for_function(
             "document.querySelector('#conn-text').textContent.includes('caught up')"
         )
         await shot(page, "cut", "resumed")
-        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=PAGE_WAIT)
         final = await wait_result(srv.client, run["id"])
         assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
         assert await page.locator("#timeline [data-type='resumed']").count() == 1
@@ -128,7 +131,7 @@ async def test_a_human_wait_is_answered_through_the_form(
         # The list shows what a waiting run waits on, and for how long; it updates by itself.
         await page.goto(f"http://127.0.0.1:{proxy.port}/#/?status=waiting")
         row = page.locator(f"tr[data-run='{run['id']}']")
-        await row.wait_for(timeout=20_000)
+        await row.wait_for(timeout=PAGE_WAIT)
         cells = await row.locator("td").all_inner_texts()
         assert cells[1] == "waiting" and cells[5] == "budget" and cells[6].endswith(" s")
         assert await page.locator("#filters button.active").inner_text() == "waiting"
@@ -136,7 +139,7 @@ async def test_a_human_wait_is_answered_through_the_form(
         await row.locator("a").click()
         form = page.locator("#answer-form")
         # first the budget checkpoint (5 tool calls: search + 3 reads + the question)
-        await form.wait_for(state="visible", timeout=20_000)
+        await form.wait_for(state="visible", timeout=PAGE_WAIT)
         assert "budget" in await page.inner_text("#wait-body")
         await form.locator("select[name='action']").select_option(label='"continue"')
         await form.locator("input[name='tranche']").fill("2")
@@ -144,7 +147,7 @@ async def test_a_human_wait_is_answered_through_the_form(
         await form.locator("button[type='submit']").click()
         # then the question, with a text field from the wait's schema
         await page.wait_for_function(
-            "document.querySelector('#wait-body').textContent.includes('human')", timeout=20_000
+            "document.querySelector('#wait-body').textContent.includes('human')", timeout=PAGE_WAIT
         )
         assert "Who should receive the report?" in await page.inner_text("#wait-body")
         await form.locator("[name='answer']").fill("")
@@ -156,7 +159,7 @@ async def test_a_human_wait_is_answered_through_the_form(
         await form.locator("[name='answer']").fill("bo@example.com")
         await shot(page, "answer", "human-form")
         await form.locator("button[type='submit']").click()
-        await page.wait_for_selector("#status.completed", timeout=20_000)
+        await page.wait_for_selector("#status.completed", timeout=PAGE_WAIT)
         await shot(page, "answer", "completed")
         final = await wait_result(srv.client, run["id"])
     tools = [m for m in final["result"]["messages"] if m["type"] == "tool"]
@@ -183,7 +186,7 @@ async def test_cancel_asks_first_and_says_closing_is_not_cancelling(
         await page.wait_for_timeout(300)
         assert (await srv.client.get(f"/v1/runs/{run['id']}")).json()["status"] == "running"
         await page.click("#cancel")
-        await page.wait_for_selector("#status.cancelled", timeout=20_000)
+        await page.wait_for_selector("#status.cancelled", timeout=PAGE_WAIT)
         await page.wait_for_selector("#timeline .ev[data-type='run.cancelled']")
         await shot(page, "cancel", "cancelled")
         assert "Closing this page does NOT cancel" in prompts[0]
@@ -199,19 +202,18 @@ async def test_a_gap_is_shown_as_a_gap_with_a_fresh_snapshot(store: Store, page:
         await page.wait_for_selector("#timeline .ev[data-type='node.updated']")
         await proxy.cut()
         seen = max(await timeline_seqs(page))
-        while (snap := (await srv.client.get(f"/v1/runs/{run['id']}")).json())[
-            "last_seq"
-        ] < seen + 3:
-            await page.wait_for_timeout(100)
+        snap = await until_snapshot(
+            srv.client, run["id"], lambda s: s["last_seq"] >= seen + 3, what="3 events missed"
+        )
         pruned = snap["last_seq"] - 1
         await store.prune_events(run["id"], pruned)  # retention took what the page missed
         await proxy.restore()
         gap = page.locator("#timeline .gap")
-        await gap.wait_for(timeout=15_000)
+        await gap.wait_for(timeout=PAGE_WAIT)
         assert f"#{seen + 1}–#{pruned} were pruned" in await gap.inner_text()
         await page.wait_for_selector("#timeline [data-type='snapshot']")
         await shot(page, "gap", "gap")
-        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=PAGE_WAIT)
         final = await wait_result(srv.client, run["id"])
         shown = await timeline_seqs(page)
         assert shown == [*range(1, seen + 1), *range(pruned + 1, final["last_seq"] + 1)]
@@ -236,7 +238,7 @@ async def test_the_console_works_with_api_keys(store: Store, page: Any) -> None:
         await page.press("#api-key", "Enter")
         await page.dispatch_event("#api-key", "change")
         await page.locator(f"tr[data-run='{run['id']}'] a").click()
-        await page.wait_for_selector("#conn[data-state='ended']", timeout=20_000)
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=PAGE_WAIT)
         final = (await srv.client.get(f"/v1/runs/{run['id']}", headers=headers)).json()
         assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
         await shot(page, "keys", "followed")

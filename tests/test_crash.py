@@ -14,7 +14,7 @@ import pytest
 
 from outlast.runtime.accept import RunRequest, accept
 from outlast.store import RunStatus, Store
-from tests.conftest import open_pg
+from tests.harness import NotYet, eventually, open_pg, wait_result
 from tests.procs import (
     after_fault,
     all_events,
@@ -123,14 +123,14 @@ async def test_a_frozen_worker_is_fenced_after_takeover(
         assert state.values == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]} and not state.next
 
 
-async def _wait_log(log: Path, needle: str, timeout: float = 30) -> None:
-    import asyncio
+async def _wait_log(log: Path, needle: str) -> None:
+    def found() -> bool:
+        text = log.read_text(errors="replace")
+        if needle not in text:
+            raise NotYet(text[-2000:])
+        return True
 
-    for _ in range(int(timeout / 0.05)):
-        if needle in log.read_text(errors="replace"):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{needle!r} not in {log}:\n{log.read_text(errors='replace')}")
+    await eventually(found, every=0.05, what=f"{needle!r} in {log}")
 
 
 async def test_sigterm_drains_at_a_step_boundary_and_leaves_the_run_claimable(
@@ -178,14 +178,11 @@ async def test_new_runs_wake_an_idle_worker_in_another_process(pg_url: str, tmp_
     assert done.attempts == 1
 
 
-async def _wait_log_lines(path: Path, lines: int, timeout: float = 30) -> None:
-    import asyncio
-
-    for _ in range(int(timeout / 0.02)):
-        if path.exists() and len(path.read_text().split()) >= lines:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} never reached {lines} lines")
+async def _wait_log_lines(path: Path, lines: int) -> None:
+    await eventually(
+        lambda: path.exists() and len(path.read_text().split()) >= lines,
+        what=f"{path} reaching {lines} lines",
+    )
 
 
 async def test_crash_right_after_claim_loses_nothing(
@@ -250,10 +247,9 @@ async def test_killing_the_whole_server_loses_nothing(
         kill(server)
         server, url = start_server(db_url, tmp_path / "s2.log")
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
-            assert result.status_code == 200, result.text
-            assert result.json()["status"] == "completed"
-            assert result.json()["result"] == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
+            final = await wait_result(client, run_id)
+            assert final["status"] == "completed"
+            assert final["result"] == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]}
     finally:
         kill(server)
     assert count.read_text().split() == ["n1", "n2", "n3", "n3", "n4", "n5", "n6"]
@@ -292,9 +288,9 @@ async def test_a_timer_survives_a_restart_of_every_process(
             await asyncio.sleep(0.05)
         server, url = start_server(db_url, tmp_path / "s2.log")
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            result = await client.get(f"/v1/runs/{run_id}/result", params={"wait": 20})
-        assert result.status_code == 200 and result.json()["status"] == "completed"
-        woke = dt.datetime.fromisoformat(result.json()["result"]["got"])
+            final = await wait_result(client, run_id)
+        assert final["status"] == "completed"
+        woke = dt.datetime.fromisoformat(final["result"]["got"])
         assert woke >= until
     finally:
         kill(server)

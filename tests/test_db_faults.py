@@ -5,7 +5,8 @@ The server process (API and worker) rides it out: its pool replaces dead connect
 their checkpoints, and clients that reconnect get every event exactly once.
 
 Marked ``serial``: it takes the database away from everything else running at the time,
-so ``make test`` runs it after the parallel part of the suite.
+so ``make test`` runs it after the parallel part of the suite. A cut of one connection (a
+checkpoint write's), which hurts nobody else, is ``tests/test_pg_cut.py``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ import asyncio
 import contextlib
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import open_pg
-from tests.harness import sse_events
+from tests.harness import open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -105,41 +104,3 @@ async def test_a_postgres_restart_mid_run_loses_nothing(pg_url: str, tmp_path: P
             with contextlib.suppress(subprocess.CalledProcessError):
                 _cluster("start")  # never leave the machine without its database
         kill(server)
-
-
-@pytest.mark.serial
-async def test_a_checkpoint_write_that_fails_requeues_the_run(store: Any) -> None:
-    """The database fails one checkpoint write mid-run: the run is not failed (not its
-    fault), nothing half-written shows, and it resumes from its last checkpoint."""
-    import psycopg
-
-    from tests.harness import make_settings, post_run, serve, wait_result
-
-    real = store.checkpointer
-    failed: list[int] = []
-
-    def flaky(lease: Any = None, events: Any = None) -> Any:
-        saver = real(lease, events)
-        original = saver.aput
-        count = {"n": 0}
-
-        async def aput(*args: Any, **kwargs: Any) -> Any:
-            count["n"] += 1
-            if count["n"] == 3 and not failed:
-                failed.append(1)
-                raise psycopg.OperationalError("server closed the connection unexpectedly")
-            return await original(*args, **kwargs)
-
-        saver.aput = aput
-        return saver
-
-    store.checkpointer = flaky
-    settings = make_settings(worker_lease_ttl=1.0, worker_heartbeat=0.3, reaper_interval=0.3)
-    async with serve(store, settings) as srv:
-        run = await post_run(srv.client, graph="steps", input={})
-        final = await wait_result(srv.client, run["id"])
-    assert failed and final["status"] == "completed" and final["attempts"] == 2
-    events = await all_events(store, run["id"])
-    assert_exact_log(events)
-    assert "run.failed" not in [e.type for e in events]
-    assert [e.type for e in events].count("run.requeued") == 1

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from outlast.demo.scenario import EXPECTED
-from outlast.demo.servers import free_port
+from outlast.demo.servers import free_port, write_graphs
+from outlast.graph.registry import GraphRegistry
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,7 @@ def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         env={**clean, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=540,  # within the slow tests' timeout (conftest.py): its output, not a kill
         cwd=tmp_path,  # anywhere: the demo does not need the repository
     )
 
@@ -50,3 +51,15 @@ def test_the_demo_fails_loudly_when_a_step_does_not_happen(tmp_path: Path) -> No
     assert "✗" in _row(done.stdout, "accepted") and "OPENAI_API_KEY" in done.stdout
     assert "✗" in _row(done.stdout, "email sent once")
     assert "FAILED" in done.stdout
+
+
+def test_the_demo_serves_what_outlast_serve_serves(tmp_path: Path) -> None:
+    """After the demo (`make run`) its server goes on serving; it must offer the graphs the
+    README lists for `outlast serve`, the repository's langgraph.json, and the same
+    objects (that file names them by path, the demo by module)."""
+    repo = GraphRegistry.from_config(Path(__file__).parent.parent / "langgraph.json")
+    demo = GraphRegistry.from_config(write_graphs(tmp_path))
+    assert demo.names == repo.names == ["agent", "steps", "supervisor"]
+    for name in repo.names:
+        assert type(demo.get(name)) is type(repo.get(name)), name
+        assert demo.get(name).get_graph().to_json() == repo.get(name).get_graph().to_json(), name

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from outlast.store import Store
-from tests.harness import collect, post_run, serve, wait_result
+from tests.harness import answer, collect, post_run, serve, wait_result, wait_status
 from tests.procs import after_fault, wait_for_status
-from tests.test_waits import answer, wait_status
 
 
 def _lines(outbox: Path) -> list[dict[str, str]]:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from outlast.store import Store
-from tests.conftest import open_pg
-from tests.harness import sse_events
+from outlast.vocabulary import EventType, RunStatus
+from tests.harness import open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server, wait_for_status
+
+pytestmark = pytest.mark.slow
 
 
 async def test_sigterm_drains_and_streams_move_to_another_server(
@@ -45,14 +47,18 @@ async def test_sigterm_drains_and_streams_move_to_another_server(
                         seen.append(int(line[3:]))
                         if len(seen) == 3:
                             kill(first, signal.SIGTERM)  # stops once its runs are drained
-                            stopped_at = time.monotonic()
-                ended_after = time.monotonic() - stopped_at
-        assert retry_hint and ended_after < 10  # told to go, not left hanging
+        # Told to go: the stream ended cleanly (a connection dropped by a server that died
+        # would raise above) and said how soon to come back; it ended before the run did
+        # (checked below: the rest of the log comes from the other server).
+        assert retry_hint
         # uvicorn re-raises the signal once it has shut down gracefully
         assert first.returncode in (0, -signal.SIGTERM)
+        after_drain: dict[str, str] = {}
         for run_id in runs:
             run = await store.get_run(run_id)
-            assert run is not None and run.status.value in ("queued", "completed")
+            assert run is not None and run.status.value in (RunStatus.QUEUED, RunStatus.COMPLETED)
+            after_drain[run_id] = run.status.value
+        assert after_drain[runs[0]] == RunStatus.QUEUED  # its client saw it go on
         # Another server (a worker started now, since the second was started without
         # one) takes the runs over; the client resumes there with Last-Event-ID.
         third, _ = start_server(pg_url, tmp_path / "s3.log")
@@ -68,11 +74,16 @@ async def test_sigterm_drains_and_streams_move_to_another_server(
                 assert done.attempts <= 1  # a drain is not a failed attempt
                 events = await all_events(store, run_id)
                 assert_exact_log(events)
-                assert any(e.type == "run.released" for e in events) or done.attempts == 1
+                released = [e for e in events if e.type == EventType.RUN_RELEASED]
+                if after_drain[run_id] == RunStatus.QUEUED:
+                    # handed back at a step boundary, then finished by the third server
+                    assert [e.data["reason"] for e in released] == ["shutdown"], events
+                else:  # it finished during the drain: nothing to hand back
+                    assert released == [], events
         finally:
             kill(third, signal.SIGTERM)
         events = await all_events(store, runs[0])
-        assert seen + rest == [e.seq for e in events]  # across two servers, each once
+        assert rest and seen + rest == [e.seq for e in events]  # across two servers, each once
     finally:
         kill(first)
         kill(second, signal.SIGTERM)

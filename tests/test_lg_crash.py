@@ -13,6 +13,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
+from tests.harness import eventually
 from tests.lg_util import follow_slow
 from tests.procs import kill, start_server
 
@@ -33,9 +34,12 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
         follower = follow_slow(client, thread, steps=8, delay=0.25)
         seen, task = follower.seen, follower.task
         assert task is not None
-        while sum(p.event == "updates" for p in seen) < 2:
+
+        def two_updates() -> bool:
             assert not task.done(), task
-            await asyncio.sleep(0.02)
+            return sum(p.event == "updates" for p in seen) >= 2
+
+        await eventually(two_updates, what="two updates streamed")
         kill(server, signal.SIGKILL)
         before = len(seen)
         restarted, _ = start_server(db_url, tmp_path / "s2.log", port=port)

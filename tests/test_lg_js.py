@@ -33,7 +33,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.browser import headless_page, screenshot_path
+from tests.browser import PAGE_WAIT, headless_page, screenshot_path
 from tests.procs import kill, start_server
 
 pytestmark = pytest.mark.slow
@@ -388,7 +388,7 @@ async def message_rows(page: Any) -> list[tuple[str, str]]:
     return [(t, text) for t, text in rows]
 
 
-async def wait_idle(page: Any, timeout: float = 30_000) -> None:
+async def wait_idle(page: Any, timeout: float = PAGE_WAIT) -> None:
     await page.wait_for_function(
         "document.querySelector('[data-testid=loading]')?.textContent === 'false'",
         timeout=timeout,
@@ -400,7 +400,7 @@ async def send(page: Any, text: str) -> None:
     await page.click("[data-testid=submit]")
 
 
-async def wait_text(page: Any, selector: str, text: str, timeout: float = 30_000) -> None:
+async def wait_text(page: Any, selector: str, text: str, timeout: float = PAGE_WAIT) -> None:
     await page.wait_for_function(
         "([sel, text]) => [...document.querySelectorAll(sel)].some(e => e.textContent === text)",
         arg=[selector, text],
@@ -417,7 +417,7 @@ async def check_chat_page(page: Any, origin: str, api_url: str) -> None:
     await page.wait_for_selector("[data-testid=status]")
     await send(page, "hi")
     ai = "[data-testid=message][data-type=ai]"
-    await until(page, traffic, "the AI message", page.wait_for_selector(ai, timeout=30_000))
+    await until(page, traffic, "the AI message", page.wait_for_selector(ai, timeout=PAGE_WAIT))
     await shot(page, "chat", "streaming")
     await until(page, traffic, "the whole reply", wait_text(page, ai, CHAT_REPLY))
     await until(page, traffic, "the end of the run", wait_idle(page))
@@ -453,7 +453,7 @@ async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
         page,
         traffic,
         "the interrupt",
-        page.wait_for_selector("[data-testid=interrupt]", timeout=30_000),
+        page.wait_for_selector("[data-testid=interrupt]", timeout=PAGE_WAIT),
     )
     await until(page, traffic, "the end of the first run", wait_idle(page))
     shown = json.loads(await page.inner_text("[data-testid=interrupt-value]"))
@@ -465,7 +465,7 @@ async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
     done = page.wait_for_function(
         "JSON.parse(document.querySelector('[data-testid=values]').textContent).done"
         " === \"acted on 'approved'\"",
-        timeout=30_000,
+        timeout=PAGE_WAIT,
     )
     await until(page, traffic, "the plan acted on", done)
     await until(page, traffic, "the end of the resumed run", wait_idle(page))
@@ -497,7 +497,7 @@ async def check_rejoin_page(page: Any, origin: str, api_url: str) -> None:
     await page.wait_for_selector("[data-testid=status]")
     await send(page, "slow")
     mid_run = page.wait_for_function(
-        "(window.__aiTexts.at(-1) || '').includes(' w2')", timeout=30_000
+        "(window.__aiTexts.at(-1) || '').includes(' w2')", timeout=PAGE_WAIT
     )
     await until(page, traffic, "the first words", mid_run)
     created: list[dict[str, str]] = await page.evaluate("window.__created")

@@ -22,7 +22,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from outlast.store import Store
 from tests.browser import CutProxy
-from tests.harness import make_settings, serve
+from tests.harness import eventually, make_settings, serve, wait_result
 from tests.lg_util import follow_slow
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
@@ -254,11 +254,14 @@ async def test_multitask_strategies(store: Store) -> None:
 
 
 async def _until(client: Any, thread: str, run_id: str, status: str) -> None:
-    for _ in range(400):
-        if (await client.runs.get(thread, run_id))["status"] == status:
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"run {run_id} never became {status}")
+    async def probe() -> bool:
+        return bool((await client.runs.get(thread, run_id))["status"] == status)
+
+    await eventually(probe, what=f"run {run_id} {status}")
+
+
+async def _values(client: Any, thread: str) -> Any:
+    return (await client.threads.get_state(thread))["values"]
 
 
 async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
@@ -269,8 +272,11 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
         await _until(client, thread, run["run_id"], "running")
-        while not (await client.threads.get_state(thread))["values"].get("done"):
-            await asyncio.sleep(0.02)  # mid-run: a step done, 99 to go
+
+        async def a_step_done() -> bool:  # mid-run: a step done, 99 to go
+            return bool((await _values(client, thread)).get("done"))
+
+        await eventually(a_step_done, what="a step done")
         body = await client.runs.cancel(thread, run["run_id"], wait=True)
         assert isinstance(body, dict) and 0 < len(body["done"]) < 100
         shown = await client.runs.get(thread, run["run_id"])
@@ -283,8 +289,11 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
         await _until(client, thread, second["run_id"], "running")
-        while (await client.threads.get_state(thread))["values"] == kept:
-            await asyncio.sleep(0.02)
+
+        async def moved_on() -> bool:
+            return bool(await _values(client, thread) != kept)
+
+        await eventually(moved_on, what="the second run's first step")
         await client.runs.cancel(thread, second["run_id"], action="rollback")
         with pytest.raises(NotFoundError):
             await client.runs.get(thread, second["run_id"])
@@ -494,8 +503,7 @@ async def test_a_proxy_cut_mid_stream_is_rejoined_by_the_sdk(store: Store) -> No
         follower = follow_slow(client, thread, steps=12, delay=0.1)
         seen, task = follower.seen, follower.task
         assert task is not None
-        while len(seen) < 6:
-            await asyncio.sleep(0.02)
+        await eventually(lambda: len(seen) >= 6, what="six parts streamed")
         assert not task.done() and seen[-1].event != "end"  # cut mid-run
         await proxy.cut()
         await proxy.restore()  # the SDK retries after its backoff (about a second)
@@ -558,8 +566,7 @@ async def test_closing_a_stream_cancels_only_when_the_client_asked(store: Store)
 
 
 async def _native_until_terminal(http: httpx.AsyncClient, run_id: str) -> str:
-    answer = await http.get(f"/v1/runs/{run_id}/result", params={"wait": 30})
-    return str(answer.json()["status"])
+    return str((await wait_result(http, run_id))["status"])
 
 
 async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> None:

@@ -8,7 +8,6 @@ from the test's own store, so those are exact.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
@@ -26,9 +25,19 @@ from outlast.cli import build_parser
 from outlast.config import Settings
 from outlast.graph.example import STEPS
 from outlast.store import Store
-from tests.harness import collect, make_settings, post_run, serve, sse_events, wait_result
-from tests.test_supervisor import FAST
-from tests.test_waits import answer, wait_status
+from tests.harness import (
+    SUPERVISOR_FAST,
+    NotYet,
+    answer,
+    collect,
+    eventually,
+    make_settings,
+    post_run,
+    serve,
+    sse_events,
+    wait_result,
+    wait_status,
+)
 
 MESSAGES = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -68,13 +77,14 @@ def total(samples: Samples, name: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
 
 
-async def scrape_until(client: httpx.AsyncClient, check: Any, timeout: float = 10) -> Samples:
-    for _ in range(int(timeout / 0.02)):
+async def scrape_until(client: httpx.AsyncClient, check: Any) -> Samples:
+    async def probe() -> Samples:
         samples = await scrape(client)
-        if check(samples):
-            return samples
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"metrics never satisfied the check: {samples}")
+        if not check(samples):
+            raise NotYet(samples)
+        return samples
+
+    return await eventually(probe, what="the metrics check")
 
 
 async def test_metrics_during_and_after_a_run(store: Store) -> None:
@@ -178,7 +188,7 @@ async def test_live_events_are_not_counted_as_replayed(store: Store) -> None:
 
 async def test_supervisor_verdicts_and_lease_expiries(store: Store, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
-    async with serve(store, make_settings(**FAST)) as srv:
+    async with serve(store, make_settings(**SUPERVISOR_FAST)) as srv:
         before = await scrape(srv.client)
         run = await post_run(
             srv.client, graph="quiet", config={"configurable": {"gate": str(gate)}}

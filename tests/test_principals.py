@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,7 @@ import httpx
 import pytest
 
 from outlast.store import Store
-from tests.harness import make_settings, serve
-from tests.test_waits import wait_status
+from tests.harness import NotYet, eventually, make_settings, serve, wait_status
 
 ALICE = "alice-key-0123456789"
 BOB = "bob-key-9876543210xx"
@@ -107,12 +105,13 @@ async def test_another_principal_gets_404_everywhere_and_moves_nothing(store: St
 async def wait_status_as(
     client: httpx.AsyncClient, run_id: str, status: str, key: str
 ) -> dict[str, Any]:
-    for _ in range(400):
+    async def probe() -> dict[str, Any]:
         snap: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}", headers=auth(key))).json()
-        if snap.get("status") == status:
-            return snap
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never {status}: {snap}")
+        if snap.get("status") != status:
+            raise NotYet(snap)
+        return snap
+
+    return await eventually(probe, what=f"run {run_id} {status}")
 
 
 async def test_sizes_are_limited_and_refusals_change_nothing(store: Store) -> None:
@@ -169,12 +168,12 @@ async def test_event_streams_are_limited_per_principal(store: Store) -> None:
             second = await c.get(url, headers=auth(ALICE))
             refused = is_problem(second, 429)
             assert refused["limit"] == "max_streams" and second.headers["retry-after"] == "2"
-        for _ in range(100):  # the slot is given back when the stream closes
+
+        async def reopened() -> bool:  # the slot is given back when the stream closes
             async with c.stream("GET", url, headers=auth(ALICE)) as again:
-                if again.status_code == 200:
-                    break
-            await asyncio.sleep(0.05)
-        assert again.status_code == 200
+                return again.status_code == 200
+
+        await eventually(reopened, what="the stream slot given back")
 
 
 async def test_the_request_rate_is_limited_per_key(store: Store) -> None:

@@ -16,8 +16,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import open_pg
-from tests.harness import sse_events
+from tests.harness import eventually, open_pg, sse_events
 from tests.procs import all_events, assert_exact_log, kill, start_server, start_worker
 
 pytestmark = pytest.mark.slow
@@ -69,10 +68,10 @@ async def test_two_apis_two_workers_one_of_each_killed(pg_url: str, tmp_path: Pa
     store = await open_pg(pg_url, truncate=False)
     try:
         for log in ("w1.log", "w2.log"):  # both workers are up and listening
-            for _ in range(300):
-                if "outlast worker" in (tmp_path / log).read_text(errors="replace"):
-                    break
-                await asyncio.sleep(0.05)
+            await eventually(
+                lambda log=log: "outlast worker" in (tmp_path / log).read_text(errors="replace"),
+                what=f"{log}: the worker up",
+            )
         body = {"graph": "steps", "config": {"configurable": {"step_delay": 0.5}}}
         runs: list[str] = []
         for i in range(8):

@@ -22,7 +22,7 @@ import pytest
 from outlast.store import Lease, LgRun, RunStatus, WaitSpec
 from outlast.store.sqlite import SqliteStore
 from outlast.vocabulary import WaitKind, WaitStatus
-from tests.conftest import open_sqlite
+from tests.harness import open_sqlite
 from tests.util import new_run
 
 

@@ -25,7 +25,7 @@ import pytest
 from outlast.store.postgres import PostgresStore
 from outlast.store.sqlfiles import migrations
 from outlast.store.sqlite import SqliteStore
-from tests.conftest import ADMIN_URL, REQUIRE_PG, _with_db
+from tests.harness import ADMIN_URL, REQUIRE_PG, with_db
 
 _UP_TO = re.compile(r"^-- Up to migration: (\d{4})_(\w+)$", re.MULTILINE)
 
@@ -188,7 +188,7 @@ def empty_pg() -> Iterator[Callable[[], str]]:
                 pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but Postgres is unreachable: {exc}")
             pytest.skip(f"Postgres unreachable at {ADMIN_URL}: {exc}")
         made.append(name)
-        return _with_db(ADMIN_URL, name)
+        return with_db(ADMIN_URL, name)
 
     yield make
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:

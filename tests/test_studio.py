@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,8 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_client
+
+from tests.harness import eventually_blocking
 
 pytestmark = pytest.mark.slow
 
@@ -101,21 +102,25 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def _wait_ready(proc: subprocess.Popen[bytes], studio: Studio, port: int) -> None:
     """Until the server prints its address and answers ``GET /ok``; fails with its log."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{studio.output()}")
         printed = _API_LINE.search(studio.output())
-        if printed:
-            assert int(printed.group(1)) == port, f"server is on another port:\n{printed[0]}"
-            try:
-                response = httpx.get(f"{studio.url}/ok", timeout=2)
-                if response.status_code == 200 and response.json().get("ok") is True:
-                    return
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.1)
-    pytest.fail(f"langgraph dev not ready within {READY_TIMEOUT:.0f}s:\n{studio.output()}")
+        if not printed:
+            return False
+        if int(printed.group(1)) != port:
+            pytest.fail(f"server is on another port:\n{printed[0]}")
+        try:
+            response = httpx.get(f"{studio.url}/ok", timeout=5)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200 and response.json().get("ok") is True
+
+    try:
+        eventually_blocking(ready, timeout=READY_TIMEOUT, every=0.1, what="langgraph dev ready")
+    except AssertionError:
+        pytest.fail(f"langgraph dev not ready within {READY_TIMEOUT:.0f}s:\n{studio.output()}")
 
 
 @pytest.fixture

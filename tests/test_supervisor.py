@@ -9,8 +9,7 @@ import pytest
 
 from outlast.store import Store
 from outlast.supervisor.ladder import supervisor
-from tests.harness import collect, make_settings, post_run, serve, wait_result
-from tests.test_waits import answer, wait_status
+from tests.harness import answer, collect, make_settings, post_run, serve, wait_result, wait_status
 
 FAST = {"activity_lease_ttl": 0.4, "activity_flush_interval": 0.05, "supervisor_renewal_cap": 2}
 

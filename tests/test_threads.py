@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from outlast.store import Store
-from tests.harness import collect, post_run, serve, wait_result
-from tests.test_waits import answer, wait_status
+from tests.harness import answer, collect, post_run, serve, wait_result, wait_status
 
 HELLO = {"messages": [{"role": "user", "content": "hello"}]}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import time
 from pathlib import Path
 
@@ -46,6 +47,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         model_delay=args.model_delay,
     )
     started = time.monotonic()
+    # The demo's servers run in their own sessions (a terminal's Ctrl-C must not reach the
+    # one armed to die); a SIGTERM to the demo (a supervisor, `kill`) would end it without
+    # the `finally` below and leave its server holding the port, so it ends the same way.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         ok = asyncio.run(demo.run())
         demo.summary()
@@ -58,3 +63,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if demo.server is not None:
             demo.server.stop()
     return 0 if ok else 1
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)

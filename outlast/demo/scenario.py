@@ -21,12 +21,16 @@ says otherwise (the script is what makes the path, and so the narration, repeata
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import shutil
 import signal
+import sqlite3
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from rich.console import Console
@@ -40,9 +44,15 @@ TASK = (
     "Search the notes, compute the total words, ask who gets the report, "
     "write a report and email it."
 )
+T = TypeVar("T")
+
 ANSWER = "ana@example.com"
 BUDGET = {"tool_calls": {"soft": 7, "hard": 20}}
 TRANCHE = 4
+# How long the demo waits for a step before it calls the step missing. A step takes a
+# second or two on a laptop; on a loaded CI machine it can take fifty times that, and a
+# step that really does not happen still ends the demo, only later.
+PATIENCE = 300.0
 EXPECTED = (
     "accepted",
     "disconnect and reattach",
@@ -137,7 +147,7 @@ class Demo:
             await self._answer_question(client, follower)
             await self._budget(client, follower)
             await self._crash(follower)
-            await asyncio.wait_for(follower.ended.wait(), 60)
+            await asyncio.wait_for(follower.ended.wait(), PATIENCE)
         finally:
             reader.cancel()
         await self._verify(client, follower)
@@ -170,16 +180,16 @@ class Demo:
 
     async def _disconnect(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say("Streaming the events, then closing the connection on purpose")
-        await asyncio.wait_for(follower.read(until=lambda e: e.type == "node.updated"), 30)
+        await asyncio.wait_for(follower.read(until=lambda e: e.type == "node.updated"), PATIENCE)
         cut = follower.last_seq
         self.console.print(f"  [yellow]connection closed after event #{cut}[/]; the run goes on")
-        await asyncio.sleep(1.0)
-        snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
+        await asyncio.sleep(1.0)  # let it run a moment with nobody watching
+        snap = await self._moved_past(client, cut)
         moved = snap["last_seq"] > cut
         self.console.print(f"  meanwhile the run reached event #{snap['last_seq']}")
         self.say(f"Reattaching with Last-Event-ID: {cut}")
         task = asyncio.create_task(follower.read(until=lambda e: e.seq >= snap["last_seq"]))
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(task, PATIENCE)
         resumed = [e.seq for e in follower.events if e.connection == 2]
         self.require(
             "disconnect and reattach",
@@ -188,9 +198,53 @@ class Demo:
             f"started at #{resumed[0] if resumed else '?'}",
         )
 
+    async def _while_serving(self, waiting: Awaitable[T], step: str) -> T:
+        """What ``waiting`` waits for, unless server-1 exits first. It is armed to die when
+        the email leaves, so if the run gets there before this step, nothing can happen
+        any more: the step fails at once instead of waiting out PATIENCE."""
+        assert self.server is not None
+        task = asyncio.ensure_future(waiting)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=0.5)
+                if done:
+                    return task.result()
+                code = self.server.proc.poll()
+                if code is not None:
+                    self.require(
+                        step,
+                        False,
+                        f"{self.server.name} exited ({code}) before it: the run reached the "
+                        f"email first (usage then: {await self._usage()})",
+                    )
+        finally:
+            task.cancel()
+
+    async def _usage(self) -> Any:
+        """The run's usage as stored, read from the store's files (the server is gone)."""
+
+        def read() -> Any:
+            with contextlib.closing(sqlite3.connect(self.folder / "outlast.db")) as db:
+                row = db.execute("SELECT usage FROM outlast_runs WHERE id = ?", (self.run_id,))
+                found = row.fetchone()
+            return json.loads(found[0]) if found and found[0] else None
+
+        return await asyncio.to_thread(read)
+
+    async def _moved_past(self, client: httpx.AsyncClient, seq: int) -> dict[str, Any]:
+        """The run's snapshot once its log is past ``seq`` (or the last one read, when it
+        does not get there within PATIENCE: the step then shows it did not move)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE
+        while True:
+            snap: dict[str, Any] = (await client.get(f"/v1/runs/{self.run_id}")).json()
+            if snap["last_seq"] > seq or loop.time() >= deadline:
+                return snap
+            await asyncio.sleep(0.2)
+
     async def _answer_question(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say("Waiting for the agent to ask a person something")
-        event = await follower.wait_for(_wait_of("human"), 60)
+        event = await follower.wait_for(_wait_of("human"), PATIENCE)
         wait = event.data["wait"]
         self.console.print(f"  the agent asks: [italic]{wait.get('prompt')}[/]")
         snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
@@ -210,8 +264,11 @@ class Demo:
 
     async def _budget(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say(f"Budget: tool calls soft {BUDGET['tool_calls']['soft']}, hard 20")
-        checkpoint = await follower.wait_for(lambda e: e.type == "budget.checkpoint", 60)
-        event = await follower.wait_for(_wait_of("budget"), 30)
+        checkpoint = await self._while_serving(
+            follower.wait_for(lambda e: e.type == "budget.checkpoint", PATIENCE),
+            "budget checkpoint decides",
+        )
+        event = await follower.wait_for(_wait_of("budget"), PATIENCE)
         self.console.print(
             f"  soft limit reached ({checkpoint.data.get('dimension')} "
             f"{checkpoint.data.get('used')}): a checkpoint, not a guillotine"
@@ -221,7 +278,7 @@ class Demo:
             json={"wait_id": event.data["wait"]["id"], "value": _tranche()},
         )
         started = await follower.wait_for(
-            lambda e: e.seq > event.seq and e.type == "run.started", 30
+            lambda e: e.seq > event.seq and e.type == "run.started", PATIENCE
         )
         self.require(
             "budget checkpoint decides",
@@ -232,7 +289,7 @@ class Demo:
     async def _crash(self, follower: Follower) -> None:
         assert self.server is not None
         self.say("The agent sends its email; server-1 dies (SIGKILL) the instant it leaves")
-        code = await asyncio.to_thread(self.server.proc.wait, 60)
+        code = await asyncio.to_thread(self.server.proc.wait, PATIENCE)
         sent = len(outbox_messages(self.folder / "outbox"))
         self.console.print(
             f"  server-1 exit code {code}; outbox holds {sent} message(s); "

@@ -41,10 +41,19 @@ def free_port(preferred: int) -> int:
     raise OSError("no free port")
 
 
+# What `outlast serve` serves from the repository's langgraph.json (the reference agent
+# first: the default), named by module rather than by file, so the demo's server serves
+# the same wherever the demo is started from.
+GRAPHS = {
+    "agent": "outlast.graph.agent:make_graph",
+    "steps": "outlast.graph.example:graph",
+    "supervisor": "outlast.supervisor.ladder:supervisor",
+}
+
+
 def write_graphs(folder: Path) -> Path:
-    """The demo serves the reference agent, wherever it is started from."""
     path = folder / "langgraph.json"
-    path.write_text(json.dumps({"graphs": {"agent": "outlast.graph.agent:make_graph"}}))
+    path.write_text(json.dumps({"graphs": GRAPHS}))
     return path
 
 
@@ -83,7 +92,7 @@ class ServerProcess:
             start_new_session=True,
         )
 
-    def ready(self, timeout: float = 30.0) -> None:
+    def ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -22,7 +22,7 @@ from langgraph.checkpoint.conformance.report import CapabilityReport
 from outlast.store import Store
 from outlast.store.pg_saver import FencedPostgresSaver
 from outlast.store.postgres import PostgresStore
-from tests.conftest import open_sqlite
+from tests.harness import open_sqlite
 from tests.store_contract.support import claimed
 
 # saver name -> {capability: why outlast's saver does not pass it}

@@ -11,7 +11,7 @@ from outlast.errors import StoreUnavailable
 from outlast.store import Lease, Store
 from outlast.store.postgres import PostgresStore
 from outlast.store.sqlite import SqliteStore
-from tests.conftest import open_pg, open_sqlite
+from tests.harness import open_pg, open_sqlite
 
 
 async def test_open_is_idempotent_and_migrate_applies_once(store: Store) -> None:
