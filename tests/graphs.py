@@ -345,8 +345,13 @@ async def _quiet(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
         progress(f"warming up {i + 1}")
         await asyncio.sleep(0.01)
     heartbeat("now silent", probe=job_probe if conf.get("probe") else None)
-    while not gate.exists():  # silent: no sign of life until the gate opens
-        await asyncio.sleep(0.02)
+    try:
+        while not gate.exists():  # silent: no sign of life until the gate opens
+            await asyncio.sleep(0.02)
+    except asyncio.CancelledError:
+        # ``linger``: a node slow to stop (it cleans up), still silent, before it goes
+        await asyncio.sleep(float(conf.get("linger", 0)))
+        raise
     return {"got": "finished"}
 
 

@@ -65,14 +65,17 @@ def tool_path(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 async def test_the_agent_uses_every_kind_of_tool(store: Store, folders: dict[str, str]) -> None:
+    """... and its budget counts every tool call once across its four waits: a park keeps
+    the usage it metered (activity writes, which also carry it, are an hour apart here)."""
     key = f"deploy-{store.__class__.__name__.lower()}"
-    settings = make_settings(waker_interval=0.2)
+    settings = make_settings(waker_interval=0.2, activity_flush_interval=3600)
     async with serve(store, settings) as srv:
         run = await post_run(
             srv.client,
             graph="agent",
             input={"messages": [{"role": "user", "content": EVERYTHING.format(key=key)}]},
             config={"configurable": folders},
+            budget={"tool_calls": {"soft": 1000}},
         )
         assert run["model"] == "scripted"  # the snapshot says which model answers
         # The job (external, probed) and the timer: the run parks and wakes by itself.
@@ -96,6 +99,7 @@ async def test_the_agent_uses_every_kind_of_tool(store: Store, folders: dict[str
         "write_report",
         "send_email",
     ]
+    assert final["budget"]["usage"]["tool_calls"] == len(names)
     (mail,) = outbox_messages(Path(folders["outbox"]))
     assert mail.startswith("To: bo@example.com\n")
     report = (Path(folders["reports"]) / "workspace-report.md").read_text()

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from outlast.runtime.budget import DIMENSIONS
 from outlast.store import Store
 from outlast.supervisor.decisions import Supervision
-from tests.harness import answer, collect, make_settings, post_run, serve, wait_result, wait_status
+from tests.harness import (
+    answer,
+    collect,
+    eventually,
+    make_settings,
+    post_run,
+    serve,
+    wait_result,
+    wait_status,
+)
 
 LOOP = {"configurable": {"rounds": 20}, "recursion_limit": 100}
 
@@ -48,11 +56,14 @@ async def test_soft_limit_asks_a_person_who_grants_a_tranche_then_closes(store: 
         assert missing.status_code == 422
         ok = await answer(srv, run["id"], wait["id"], {"action": "continue", "tranche": 3})
         assert ok.status_code == 202
-        for _ in range(1000):
+
+        async def next_checkpoint() -> Any:
             snap = (await srv.client.get(f"/v1/runs/{run['id']}")).json()
-            if snap["status"] == "waiting" and snap["wait"]["id"] != wait["id"]:
-                break
-            await asyncio.sleep(0.02)
+            assert snap["status"] != "completed", snap  # the tranche was not used up
+            waiting = snap["status"] == "waiting" and snap["wait"]["id"] != wait["id"]
+            return snap if waiting else None
+
+        snap = await eventually(next_checkpoint, what="the next budget checkpoint")
         assert snap["budget"]["limits"]["steps"]["soft"] == 6.0
         assert snap["budget"]["usage"]["steps"] == 6
         close = await answer(srv, run["id"], snap["wait"]["id"], {"action": "close"})
@@ -77,8 +88,12 @@ async def test_tool_calls_tokens_cost_and_wall_time_caps(store: Store) -> None:
         slow = {"configurable": {"rounds": 50, "step_delay": 0.05}, "recursion_limit": 100}
         run = await _loop(srv, {"wall_time": {"hard": 0.3}}, slow)
         final = await wait_result(srv.client, run["id"])
-        assert final["partial"] is True and 3 <= final["result"]["n"] < 50
+        # stopped by the clock (50 steps take 2.5 s at least), however slow the machine
+        assert final["partial"] is True and 1 <= final["result"]["n"] < 50
         assert final["budget"]["usage"]["wall_time"] >= 0.3
+        events = await collect(srv.client, run["id"])
+        checkpoint = next(e for e in events if e.event == "budget.checkpoint").data["data"]
+        assert (checkpoint["level"], checkpoint["dimension"]) == ("hard", "wall_time")
 
 
 async def test_budgets_are_bounded_by_operator_caps(store: Store) -> None:

@@ -180,10 +180,14 @@ class ActivityTracker:
         act.seen = act.renewals
         try:
             verdict = await self._on_expired(look)
-        finally:
-            act.supervising = False
+        except BaseException:
+            act.supervising = False  # no verdict: the next expiry check asks again
+            raise
         if verdict == "renew":
+            act.supervising = False
             self._renew(act)
+        # Any other verdict stops the node. It stays "being supervised" while it stops, so
+        # the still-expired lease is not judged again (a slow stop gave a second verdict).
 
     # -- bounded-rate writes -----------------------------------------------------------
 

@@ -355,6 +355,9 @@ class Execution:
         return Outcome(None, action.detail)
 
     async def _park(self, parked: Parked) -> Outcome:
+        # The next attempt's meter starts from the stored usage: what this one metered
+        # since its last activity write must be kept, or the budget forgets it.
+        await self.policy.record()
         status = await self.store.park(
             self.lease, parked.specs, self.settings.signal_lookback, parked.events
         )
@@ -384,6 +387,7 @@ class Execution:
             "traceback": "".join(traceback.format_exception(exc)[-8:]),
         }
         log.warning("run %s failed: %s: %s", self.run.id, type(exc).__name__, exc)
+        await self.policy.record()  # the snapshot shows what the failed run consumed
         await self.store.finish(
             self.lease,
             RunStatus.FAILED,
@@ -410,6 +414,7 @@ class Execution:
             state = await self._graph.aget_state(run_config(self.run))
             action = await self.policy.after_supervisor_stop(state.values)
             return await self._act(action, state.values)
+        await self.policy.record()  # as at a park: the next attempt meters on from it
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
             reason = (current.error or {}).get("reason", "cancelled") if current else "cancelled"
