@@ -40,6 +40,15 @@ class WaitStatus(StrEnum):
     WITHDRAWN = "withdrawn"  # the run ended before it took an answer
 
 
+class EffectStatus(StrEnum):
+    """A side effect in the ledger (``runtime/effects.py``)."""
+
+    STARTED = "started"  # committed before the call leaves the process
+    DONE = "done"
+    FAILED = "failed"  # the call raised: it may be called again
+    UNKNOWN = "unknown"  # a crash left it unfinished: reconciled, never simply sent again
+
+
 class WaitKind(StrEnum):
     HUMAN = "human"
     EXTERNAL = "external"
@@ -100,12 +109,6 @@ class EventType(StrEnum):
 TERMINAL_EVENTS = frozenset(
     {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
 )
-# The event type that ends a run in each terminal status.
-TERMINAL_EVENT_OF = {
-    RunStatus.COMPLETED: EventType.RUN_COMPLETED,
-    RunStatus.FAILED: EventType.RUN_FAILED,
-    RunStatus.CANCELLED: EventType.RUN_CANCELLED,
-}
 
 
 class Frame(StrEnum):

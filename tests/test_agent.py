@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from outlast.graph.tools import outbox_messages
-from outlast.runtime.accept import RunRequest, accept
+from outlast.runtime.accept import RunRequest
 from outlast.store import Store
 from outlast.vocabulary import RunStatus
 from tests.harness import (
@@ -24,6 +24,7 @@ from tests.harness import (
     wait_result,
 )
 from tests.procs import after_fault, kill, start_worker, wait_for_status
+from tests.util import accept
 
 EVERYTHING = (
     "Search the notes, compute the total words, render a job, sleep 0.3, wait for event "

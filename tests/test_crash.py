@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from outlast.runtime.accept import RunRequest, accept
+from outlast.runtime.accept import RunRequest
 from outlast.store import RunStatus, Store
 from tests.harness import NotYet, eventually, open_pg, wait_result
 from tests.procs import (
@@ -24,6 +24,7 @@ from tests.procs import (
     wait_for_file,
     wait_for_status,
 )
+from tests.util import accept
 
 pytestmark = pytest.mark.slow
 

@@ -68,7 +68,8 @@ async def test_effects_of_an_unknown_run_are_404(store: Store) -> None:
 
 
 async def _mail(store: Store, tmp_path: Path, idempotent: bool) -> tuple[str, Path]:
-    from outlast.runtime.accept import RunRequest, accept
+    from outlast.runtime.accept import RunRequest
+    from tests.util import accept
 
     outbox = tmp_path / "outbox.jsonl"
     conf = {"outbox": str(outbox), "ask": False, "idempotent": idempotent}

@@ -17,6 +17,7 @@ from outlast.client.render import compact, event_line
 from outlast.client.sse import Event
 from outlast.vocabulary import (
     TERMINAL_EVENTS,
+    EffectStatus,
     EventType,
     Frame,
     RunStatus,
@@ -58,6 +59,8 @@ def test_the_schema_constrains_statuses_and_kinds_to_the_vocabulary(backend: str
     assert _check_list(runs, "status") == {str(s) for s in RunStatus}
     assert _check_list(waits, "status") == {str(s) for s in WaitStatus}
     assert _check_list(waits, "kind") == {str(k) for k in WaitKind}
+    effects = (PACKAGE / "store" / "sql" / backend / "0006_effects.sql").read_text()
+    assert _check_list(effects, "status") == {str(s) for s in EffectStatus}
 
 
 def test_the_console_listens_for_every_event_type_and_knows_the_terminal_ones() -> None:

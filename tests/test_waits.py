@@ -269,7 +269,8 @@ async def test_cancelling_a_waiting_run_withdraws_its_wait(store: Store) -> None
 
 @pytest.mark.timeout(600)  # 500 runs started and parked on two shared cores
 async def test_five_hundred_parked_runs_hold_no_worker(store: Store) -> None:
-    from outlast.runtime.accept import RunRequest, accept
+    from outlast.runtime.accept import RunRequest
+    from tests.util import accept
 
     # Leases long enough that starting 500 runs at once on a busy machine (one event loop
     # for the API, the worker and the test) does not expire the worker's own leases: the

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from outlast.runtime.accept import fingerprint
-from outlast.store import NewRun
+from outlast.runtime.accept import RunRequest, fingerprint
+from outlast.runtime.accept import new_run as accepted_run
+from outlast.store import NewRun, Run, Store
 
 
 def new_run(
@@ -31,3 +32,19 @@ def new_run(
         fingerprint=fingerprint(body),
         max_attempts=max_attempts,
     )
+
+
+async def accept(
+    store: Store,
+    request: RunRequest,
+    *,
+    graphs: list[str],
+    max_attempts: int,
+    idempotency_key: str | None = None,
+) -> tuple[Run, bool]:
+    """A run in the store as the API would accept it (``new_run``, then the store), without
+    HTTP and without the API's limits: for tests that drive a worker directly."""
+    new = accepted_run(
+        request, graphs=graphs, max_attempts=max_attempts, idempotency_key=idempotency_key
+    )
+    return await store.create_run(new)

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from outlast.api.document import declared
 from outlast.api.edge import Ctx, RunOf
+from outlast.vocabulary import EffectStatus
 
 STATIC = Path(__file__).parent / "static"
 CHECKPOINTS_COUNTED = 1000
@@ -43,7 +44,7 @@ async def preserved(ctx: Ctx, run: RunOf) -> dict[str, Any]:
             last = item.checkpoint.get("ts")  # newest first
         count += 1
     effects = await ctx.store.list_effects(run.id)
-    done = sum(1 for e in effects if e.status == "done")
+    done = sum(1 for e in effects if e.status == EffectStatus.DONE)
     return {
         "run_id": run.id,
         "checkpoints": min(count, CHECKPOINTS_COUNTED),

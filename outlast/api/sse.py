@@ -34,6 +34,7 @@ from outlast.errors import InvalidCursor
 from outlast.runtime import metrics
 from outlast.store import Event, Run, Store
 from outlast.store.hub import EVENTS, wait_for
+from outlast.vocabulary import Frame, RunStatus, WaitStatus
 
 PAGE = 500
 # A lost notification (listener reconnect) delays delivery at most this long.
@@ -216,18 +217,22 @@ async def _gap_frames(store: Store, run_id: str, gap: Gap) -> list[ServerSentEve
     }
     metrics.SSE_GAPS.inc()
     run = gap.run
-    waits = await store.list_waits(run_id, "open") if run.status == "waiting" else []
+    waits = (
+        await store.list_waits(run_id, WaitStatus.OPEN) if run.status == RunStatus.WAITING else []
+    )
     snap = RunSnapshot.of(run, waits).model_dump(mode="json")
     # The gap's id (the last pruned seq) moves the client's cursor past the hole, so a
     # reconnect does not report the same gap again. The snapshot is not part of the log:
     # it has no id and no seq.
     return [
         ServerSentEvent(
-            data=_envelope(gap.resume_at, "gap", now, run_id, data),
-            event="gap",
+            data=_envelope(gap.resume_at, Frame.GAP, now, run_id, data),
+            event=Frame.GAP,
             id=str(gap.resume_at),
         ),
-        ServerSentEvent(data=_envelope(None, "snapshot", now, run_id, snap), event="snapshot"),
+        ServerSentEvent(
+            data=_envelope(None, Frame.SNAPSHOT, now, run_id, snap), event=Frame.SNAPSHOT
+        ),
     ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from outlast.client.sse import Event
-from outlast.vocabulary import EventType, Frame
+from outlast.vocabulary import EventType, Frame, RunStatus
 
 
 def compact(value: Any, limit: int = 200) -> str:
@@ -219,7 +219,7 @@ def snapshot_lines(run: dict[str, Any]) -> list[str]:
         lines.append(f"wait     {wait_summary(wait)} (id {wait.get('id')})")
         if wait.get("prompt") is not None:
             lines.append(f"prompt   {compact(wait['prompt'], 500)}")
-    if run.get("status") == "completed":
+    if run.get("status") == RunStatus.COMPLETED:
         lines.append("result   " + result_text(run.get("result")).replace("\n", "\n         "))
     elif run.get("error") is not None:
         lines.append(f"error    {error_text(run.get('error'))}")

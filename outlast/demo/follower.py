@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-TERMINAL = {"run.completed", "run.failed", "run.cancelled"}
+from outlast.vocabulary import TERMINAL_EVENTS
 
 
 @dataclass
@@ -65,11 +65,11 @@ class Follower:
                     event = Received(int(payload["seq"]), str(payload["type"]), body, number)
                     self.events.append(event)
                     self.on_event(event)
-                    if event.type in TERMINAL:
+                    if event.type in TERMINAL_EVENTS:
                         self.ended.set()
                     async with self._arrived:
                         self._arrived.notify_all()
-                    if event.type in TERMINAL:
+                    if event.type in TERMINAL_EVENTS:
                         return
                     if until is not None and until(event):
                         return

@@ -39,6 +39,7 @@ from rich.table import Table
 from outlast.demo.follower import Follower, Received
 from outlast.demo.servers import ServerProcess, free_port
 from outlast.graph.tools import outbox_messages
+from outlast.vocabulary import EventType, RunStatus
 
 TASK = (
     "Search the notes, compute the total words, ask who gets the report, "
@@ -102,15 +103,15 @@ class Demo:
     def show(self, event: Received) -> None:
         data = event.data
         detail = ""
-        if event.type == "node.updated":
+        if event.type == EventType.NODE_UPDATED:
             detail = str(data.get("node", ""))
         elif event.type.startswith("effect."):
             detail = f"{data.get('tool', '')} {data.get('status', '')}".strip()
-        elif event.type == "wait.started":
+        elif event.type == EventType.WAIT_STARTED:
             detail = str((data.get("wait") or {}).get("kind", ""))
-        elif event.type == "run.started":
+        elif event.type == EventType.RUN_STARTED:
             detail = f"attempt {data.get('attempt', '?')}"
-        if event.type not in ("message.delta", "activity"):
+        if event.type not in (EventType.MESSAGE_DELTA, EventType.ACTIVITY):
             self.console.print(
                 f"    [dim]#{event.seq:<3} conn {event.connection}  {event.type}  {detail}[/]"
             )
@@ -180,7 +181,9 @@ class Demo:
 
     async def _disconnect(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say("Streaming the events, then closing the connection on purpose")
-        await asyncio.wait_for(follower.read(until=lambda e: e.type == "node.updated"), PATIENCE)
+        await asyncio.wait_for(
+            follower.read(until=lambda e: e.type == EventType.NODE_UPDATED), PATIENCE
+        )
         cut = follower.last_seq
         self.console.print(f"  [yellow]connection closed after event #{cut}[/]; the run goes on")
         await asyncio.sleep(1.0)  # let it run a moment with nobody watching
@@ -257,7 +260,7 @@ class Demo:
         )
         self.require(
             "a person answers",
-            reply.status_code == 202 and snap["status"] == "waiting",
+            reply.status_code == 202 and snap["status"] == RunStatus.WAITING,
             f"waited as '{snap['status']}'; the scripted answer {ANSWER!r} was accepted "
             f"({reply.status_code})",
         )
@@ -265,7 +268,7 @@ class Demo:
     async def _budget(self, client: httpx.AsyncClient, follower: Follower) -> None:
         self.say(f"Budget: tool calls soft {BUDGET['tool_calls']['soft']}, hard 20")
         checkpoint = await self._while_serving(
-            follower.wait_for(lambda e: e.type == "budget.checkpoint", PATIENCE),
+            follower.wait_for(lambda e: e.type == EventType.BUDGET_CHECKPOINT, PATIENCE),
             "budget checkpoint decides",
         )
         event = await follower.wait_for(_wait_of("budget"), PATIENCE)
@@ -278,7 +281,7 @@ class Demo:
             json={"wait_id": event.data["wait"]["id"], "value": _tranche()},
         )
         started = await follower.wait_for(
-            lambda e: e.seq > event.seq and e.type == "run.started", PATIENCE
+            lambda e: e.seq > event.seq and e.type == EventType.RUN_STARTED, PATIENCE
         )
         self.require(
             "budget checkpoint decides",
@@ -308,17 +311,17 @@ class Demo:
     async def _verify(self, client: httpx.AsyncClient, follower: Follower) -> None:
         snap = (await client.get(f"/v1/runs/{self.run_id}")).json()
         types = [e.type for e in follower.events]
-        starts = [e.data.get("attempt") for e in follower.events if e.type == "run.started"]
+        starts = [e.data.get("attempt") for e in follower.events if e.type == EventType.RUN_STARTED]
         self.check(
             "resumed elsewhere",
-            snap["status"] == "completed" and snap["attempts"] == 2,
+            snap["status"] == RunStatus.COMPLETED and snap["attempts"] == 2,
             f"status {snap['status']} after {snap['attempts']} attempts; server-2 went on "
             f"from the last checkpoint (run.started attempts: {starts})",
         )
         sent = outbox_messages(self.folder / "outbox")
         self.check(
             "email sent once",
-            len(sent) == 1 and "effect.unknown" in types,
+            len(sent) == 1 and EventType.EFFECT_UNKNOWN in types,
             f"{len(sent)} message in the outbox; after the crash the ledger found the call "
             "unfinished and asked the outbox (reconcile) instead of sending again",
         )
@@ -355,7 +358,9 @@ class Demo:
 
 
 def _wait_of(kind: str) -> Any:
-    return lambda e: e.type == "wait.started" and (e.data.get("wait") or {}).get("kind") == kind
+    return lambda e: (
+        e.type == EventType.WAIT_STARTED and (e.data.get("wait") or {}).get("kind") == kind
+    )
 
 
 def _tranche() -> dict[str, Any]:

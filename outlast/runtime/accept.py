@@ -5,8 +5,7 @@
 importing anything named by the request), fingerprints the request for the idempotency
 check and gives the run its ids, writing nothing. The API then checks its limits and
 hands the ``NewRun`` to the store, which writes the run row and its first event in one
-transaction. ``accept`` (``new_run`` then ``Store.create_run``, with no limits) is used
-only by tests that need a run in the store without going through HTTP.
+transaction.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.errors import UnknownGraph
-from outlast.store import NewRun, Run, Store
+from outlast.store import NewRun
 
 
 def fingerprint(body: dict[str, Any]) -> str:
@@ -86,24 +85,3 @@ def new_run(
         principal=principal,
         options=request.options or None,
     )
-
-
-async def accept(
-    store: Store,
-    request: RunRequest,
-    *,
-    graphs: list[str],
-    max_attempts: int,
-    idempotency_key: str | None = None,
-    principal: str = "",
-) -> tuple[Run, bool]:
-    """Create the run (or find the one this idempotency key already made); for tests.
-    The API does not call it: it checks its limits between ``new_run`` and the store."""
-    new = new_run(
-        request,
-        graphs=graphs,
-        max_attempts=max_attempts,
-        idempotency_key=idempotency_key,
-        principal=principal,
-    )
-    return await store.create_run(new)

@@ -25,7 +25,7 @@ from outlast.nodes.waits import WAIT_KEY
 from outlast.runtime import faults
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EventDraft, Store
-from outlast.vocabulary import EventType
+from outlast.vocabulary import EffectStatus, EventType
 
 BEFORE_CALL = "effect.before_call"
 AFTER_CALL = "effect.after_call"
@@ -86,10 +86,10 @@ class RunLedger:
                     f"effect {tool} ({key}) ran again with other arguments; refusing to "
                     "replay or repeat it"
                 )
-            if row.status == "done":
+            if row.status == EffectStatus.DONE:
                 self._event(EventType.EFFECT_REPLAYED, row)
                 return row.result
-            if row.status != "failed" and not idempotent:
+            if row.status != EffectStatus.FAILED and not idempotent:
                 outcome = await self._unknown(row, stored_args, reconcile)
                 if outcome is not _CALL:
                     return outcome
@@ -100,26 +100,28 @@ class RunLedger:
             result = await call(key)
         except Exception as exc:
             failed = await self._store.effect_finish(
-                self._run_id, key, "failed", error=f"{type(exc).__name__}: {exc}"
+                self._run_id, key, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
             )
             self._event(EventType.EFFECT_FAILED, failed, error=failed.error)
             raise
         faults.fault_point(AFTER_CALL)
-        done = await self._store.effect_finish(self._run_id, key, "done", to_jsonable(result))
+        done = await self._store.effect_finish(
+            self._run_id, key, EffectStatus.DONE, to_jsonable(result)
+        )
         self._event(EventType.EFFECT_DONE, done)
         faults.fault_point(AFTER_DONE)
         return result
 
     async def _unknown(self, row: Effect, args: Any, reconcile: Reconcile | None) -> Any:
         """A non-idempotent call started and never finished: did it happen?"""
-        row = await self._store.effect_finish(self._run_id, row.key, "unknown")
+        row = await self._store.effect_finish(self._run_id, row.key, EffectStatus.UNKNOWN)
         self._event(EventType.EFFECT_UNKNOWN, row)
         if reconcile is not None:
             answer = await reconcile(row.key, args)
             if isinstance(answer, tuple) and answer and answer[0] == "done":
                 result = answer[1] if len(answer) > 1 else None
                 done = await self._store.effect_finish(
-                    self._run_id, row.key, "done", to_jsonable(result)
+                    self._run_id, row.key, EffectStatus.DONE, to_jsonable(result)
                 )
                 self._event(EventType.EFFECT_DONE, done, reconciled=True)
                 return result
@@ -141,7 +143,7 @@ class RunLedger:
         )
         if isinstance(answer, dict) and answer.get("happened"):
             done = await self._store.effect_finish(
-                self._run_id, row.key, "done", to_jsonable(answer.get("result"))
+                self._run_id, row.key, EffectStatus.DONE, to_jsonable(answer.get("result"))
             )
             self._event(EventType.EFFECT_DONE, done, reconciled=True)
             return answer.get("result")

@@ -55,15 +55,6 @@ def run_config(run: Run) -> RunnableConfig:
     return config  # type: ignore[return-value]
 
 
-class CloseWithBest(Exception):
-    """The supervisor closed a run at a budget checkpoint (no progress since the last
-    one): it completes with the state it has, ``breach`` saying why it is partial."""
-
-    def __init__(self, breach: dict[str, Any]) -> None:
-        super().__init__(breach.get("reason", "closed"))
-        self.breach = breach
-
-
 @dataclass(frozen=True, slots=True)
 class BudgetStop:
     """A budget limit stopped the graph at a step boundary; ``values`` is the best result."""

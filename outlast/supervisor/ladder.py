@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it on 3.11
 
-VERDICTS = ("renew", "close", "escalate", "remind", "change_strategy")
-Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]
+from outlast.vocabulary import VERDICTS, Verdict
 
 
 class SupervisorState(TypedDict, total=False):

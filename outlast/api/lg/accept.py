@@ -36,7 +36,7 @@ from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.budget import resolve_budget
 from outlast.runtime.options import KEPT_MODES
 from outlast.store import LgRun, RunStatus, Wait
-from outlast.vocabulary import ANSWERABLE_KINDS
+from outlast.vocabulary import ANSWERABLE_KINDS, WaitStatus
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
@@ -223,7 +223,9 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
     waits: list[Wait] = []
     if latest is not None and latest.status == RunStatus.WAITING:
         waits = [
-            w for w in await ctx.store.list_waits(latest.id, "open") if w.kind in ANSWERABLE_KINDS
+            w
+            for w in await ctx.store.list_waits(latest.id, WaitStatus.OPEN)
+            if w.kind in ANSWERABLE_KINDS
         ]
     if latest is None or not waits:
         if body.strict_resume:
