@@ -8,7 +8,6 @@ those tests skip, unless ``OUTLAST_REQUIRE_POSTGRES=1`` (set by ``.ci/run``): th
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from outlast.store import Store
 from outlast.store.postgres import PostgresStore
-from tests.harness import ADMIN_URL, REQUIRE_PG, open_pg, open_sqlite, with_db
+from tests.harness import ADMIN_URL, create_database, open_pg, open_sqlite
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -25,17 +24,10 @@ BACKENDS = ["sqlite", "postgres"]
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh database for this session, dropped at the end."""
-    name = f"outlast_test_{uuid.uuid4().hex[:10]}"
-    try:
-        with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.OperationalError as exc:
-        if REQUIRE_PG:
-            pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but Postgres is unreachable: {exc}")
-        pytest.skip(f"Postgres unreachable at {ADMIN_URL}: {exc}")
-    url = with_db(ADMIN_URL, name)
+    url = create_database("outlast_test")
     yield url
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        name = url.rsplit("/", 1)[-1]
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

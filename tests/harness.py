@@ -24,6 +24,7 @@ import inspect
 import json
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import psycopg
+import pytest
 import uvicorn
 
 from outlast.api.app import create_app
@@ -331,6 +334,20 @@ REQUIRE_PG = os.environ.get("OUTLAST_REQUIRE_POSTGRES") == "1"
 def with_db(url: str, dbname: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+def create_database(prefix: str) -> str:
+    """A new, empty database on the test server, and its URL; the test fails (with
+    ``OUTLAST_REQUIRE_POSTGRES=1``, as in CI) or skips when the server is unreachable."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        if REQUIRE_PG:
+            pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but Postgres is unreachable: {exc}")
+        pytest.skip(f"Postgres unreachable at {ADMIN_URL}: {exc}")
+    return with_db(ADMIN_URL, name)
 
 
 _MIGRATED: set[str] = set()

@@ -103,7 +103,6 @@ def start_server(
     """`outlast serve` on a free port (or ``port``: a restart where clients reconnect);
     returns once /readyz answers."""
     import socket
-    import urllib.request
 
     if not port:
         with socket.socket() as s:
@@ -111,6 +110,14 @@ def start_server(
             port = s.getsockname()[1]
     proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env)
     url = f"http://127.0.0.1:{port}"
+    wait_ready(proc, url, log)
+    return proc, url
+
+
+def wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """Until the server at ``url`` answers /readyz 200; killed (and its log shown) if it
+    exits or never gets there."""
+    import urllib.request
 
     def ready() -> bool:
         if proc.poll() is not None:
@@ -128,7 +135,6 @@ def start_server(
         raise AssertionError(
             f"server did not become ready: {log.read_text(errors='replace')}"
         ) from None
-    return proc, url
 
 
 @contextlib.asynccontextmanager

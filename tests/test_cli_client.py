@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +25,7 @@ import pytest
 from outlast.store import Store
 from outlast.vocabulary import TERMINAL
 from tests.harness import GRAPHS, PATIENCE, NotYet, eventually_blocking
-from tests.procs import FAST_LEASES, kill, start_server
+from tests.procs import FAST_LEASES, kill, start_server, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -172,20 +171,7 @@ def serve_on(db_url: str, port: int, log: Path, **env: str) -> subprocess.Popen[
         cwd=ROOT,
     )
 
-    def ready() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
-                return bool(r.status == 200)
-        except OSError as exc:
-            raise NotYet(exc) from None
-
-    try:
-        eventually_blocking(ready, every=0.05, what=f"server on port {port} ready")
-    except AssertionError:
-        kill(proc)
-        raise AssertionError(f"server not ready: {log.read_text(errors='replace')}") from None
+    wait_ready(proc, f"http://127.0.0.1:{port}", log)
     return proc
 
 

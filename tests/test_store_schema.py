@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 from outlast.store.postgres import PostgresStore
 from outlast.store.sqlfiles import migrations
 from outlast.store.sqlite import SqliteStore
-from tests.harness import ADMIN_URL, REQUIRE_PG, with_db
+from tests.harness import ADMIN_URL, create_database
 
 _UP_TO = re.compile(r"^-- Up to migration: (\d{4})_(\w+)$", re.MULTILINE)
 
@@ -179,16 +178,9 @@ def empty_pg() -> Iterator[Callable[[], str]]:
     made: list[str] = []
 
     def make() -> str:
-        name = f"outlast_schema_{uuid.uuid4().hex[:10]}"
-        try:
-            with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
-                conn.execute(f'CREATE DATABASE "{name}"')
-        except psycopg.OperationalError as exc:
-            if REQUIRE_PG:
-                pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but Postgres is unreachable: {exc}")
-            pytest.skip(f"Postgres unreachable at {ADMIN_URL}: {exc}")
-        made.append(name)
-        return with_db(ADMIN_URL, name)
+        url = create_database("outlast_schema")
+        made.append(url.rsplit("/", 1)[-1])
+        return url
 
     yield make
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
