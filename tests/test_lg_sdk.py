@@ -589,3 +589,25 @@ async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> N
         log = (await srv.client.get(f"/v1/runs/{resumed['outlast_run_id']}/events")).text
         ended = [line for line in log.splitlines() if '"wait.ended"' in line]
         assert ended and all("s3cr3t" not in line for line in ended)
+
+
+async def test_a_join_whose_thread_is_deleted_under_it_ends_with_an_error(store: Store) -> None:
+    """The join's body has begun (keepalive newlines) when the thread goes: the answer is
+    LangGraph's ``__error__``, never a cut or half-written body."""
+    slow = {"configurable": {"steps": 500, "delay": 0.1}}
+    async with serve(store, make_settings(langgraph_heartbeat=0.2)) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(thread, "lg_slow", input={}, config=slow)
+        path = f"/threads/{thread}/runs/{run['run_id']}/join"
+        async with (
+            httpx.AsyncClient(base_url=srv.url, timeout=60) as http,
+            http.stream("GET", path) as response,
+        ):
+            assert response.status_code == 200
+            chunks = response.aiter_bytes()
+            assert (await anext(chunks)).strip() == b""  # a keepalive: the body has begun
+            await client.threads.delete(thread)
+            rest = b"".join([chunk async for chunk in chunks])
+        body = json.loads(rest)
+        assert body["__error__"]["error"] == "ThreadNotFound", body

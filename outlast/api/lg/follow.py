@@ -25,6 +25,7 @@ from outlast.api.lg.access import Found, Unprocessable, found, read_state, threa
 from outlast.api.lg.views import error_of, interrupt_json
 from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
 from outlast.api.sse import Gap, follow_log
+from outlast.errors import OutlastError
 from outlast.jsonable import to_jsonable
 from outlast.store import RunStatus
 from outlast.store.hub import STATUS, wait_for
@@ -198,7 +199,14 @@ async def keepalive_json(work: asyncio.Task[Any], every: float) -> AsyncIterator
             if done:
                 break
             yield b"\n"
-        yield json.dumps(work.result(), separators=(",", ":"), default=str).encode()
+        try:
+            body = work.result()
+        except OutlastError as exc:
+            # The status line went out with the first keepalive: what went wrong since
+            # (the thread deleted under the wait, say) can only be said in the body, as
+            # LangGraph's own ``__error__``, which the SDKs raise on.
+            body = {"__error__": {"error": type(exc).__name__, "message": str(exc)}}
+        yield json.dumps(body, separators=(",", ":"), default=str).encode()
     finally:
         if not work.done():
             work.cancel()
