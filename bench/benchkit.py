@@ -217,6 +217,7 @@ class Outlast(Process):
         concurrency: int = 10,
         no_worker: bool = False,
         env: dict[str, str] | None = None,
+        workers: int = 1,
     ) -> None:
         self.name = f"outlast {command}"
         self.port = free_port() if command == "serve" else 0
@@ -224,6 +225,8 @@ class Outlast(Process):
         exe = str(Path(sys.executable).with_name("outlast"))
         cmd = [exe, command, "--database-url", db_url, "--config", str(GRAPHS_FILE)]
         cmd += ["--log-level", "warning", "--concurrency", str(concurrency)]
+        # one process unless asked: the figures of one process stay comparable across runs
+        cmd += ["--workers", str(workers)]
         if command == "serve":
             cmd += ["--port", str(self.port)] + (["--no-worker"] if no_worker else [])
         super().__init__(cmd, outlast_env(env), BENCH)

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from outlast import __version__, logs
+from outlast import __version__, logs, processes
 from outlast.config import Settings
 
 console = Console(stderr=True)
@@ -73,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from outlast.api.app import create_app
 
-    settings = _settings(args, "host", "port", "worker_concurrency", "insecure_no_auth")
+    settings = _settings(args, "host", "port", "worker_concurrency", "insecure_no_auth", "workers")
     from outlast.api.auth import KeyRing
 
     keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
@@ -85,6 +85,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "OUTLAST_API_KEYS_FILE (see `outlast key new`), or pass --insecure-no-auth."
         )
         return 2
+    count = _process_count(settings)
+    if count is None:
+        return 2
+    fd = processes.inherited_fd()
+    if count > 1:
+        sock = processes.bind(settings.host, settings.port)
+        console.print(
+            f"[bold]outlast {__version__}[/] serving on "
+            f"[cyan]http://{settings.host}:{settings.port}[/] with {count} processes"
+        )
+        return processes.supervise(sys.argv[1:], count, sock)
+    processes.die_with_parent()
     failed: list[BaseException] = []
     server: list[uvicorn.Server] = []
 
@@ -96,6 +108,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(settings, with_worker=not args.no_worker, on_worker_failed=worker_failed)
     base = f"http://{settings.host}:{settings.port}"
+    if fd is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
+        _banner(settings, keys, loopback, base, args.no_worker)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        fd=fd,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=5,
+        # uvicorn's own config would give its loggers text handlers; JSON goes through root.
+        log_config=None if args.log_format == "json" else LOGGING_CONFIG,
+    )
+    server.append(uvicorn.Server(config))
+    server[0].run()
+    return 1 if failed else 0
+
+
+def _process_count(settings: Settings) -> int | None:
+    """How many processes ``--workers`` asks for (None: refused, and said why)."""
+    postgres = bool(settings.database_url)
+    count = settings.workers or processes.default_workers(postgres)
+    if count > 1 and not postgres:
+        console.print(
+            "[red]--workers above 1 needs Postgres[/] (--database-url): the embedded "
+            "store notifies only within its own process"
+        )
+        return None
+    return count
+
+
+def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker: bool) -> None:
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {_describe(settings)}")
     if keys.enabled:
@@ -106,25 +149,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             + (": loopback only)" if loopback else "; --insecure-no-auth)")
         )
     console.print(
-        f"  worker: {'none (--no-worker)' if args.no_worker else 'in-process'}   docs: {base}/docs"
+        f"  worker: {'none (--no-worker)' if no_worker else 'in-process'}   docs: {base}/docs"
     )
     console.print(
         f"  try:   curl -si -X POST {base}/v1/runs -H 'content-type: application/json' "
         '-d \'{"input": {"messages": [{"role": "user", "content": "hello"}]}}\''
     )
     console.print(f"         curl -N {base}/v1/runs/<id>/events")
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=5,
-        # uvicorn's own config would give its loggers text handlers; JSON goes through root.
-        log_config=None if args.log_format == "json" else LOGGING_CONFIG,
-    )
-    server.append(uvicorn.Server(config))
-    server[0].run()
-    return 1 if failed else 0
 
 
 async def _worker_main(settings: Settings) -> None:
@@ -152,7 +183,13 @@ async def _worker_main(settings: Settings) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    settings = _settings(args, "worker_concurrency")
+    settings = _settings(args, "worker_concurrency", "workers")
+    count = _process_count(settings)
+    if count is None:
+        return 2
+    if count > 1:
+        return processes.supervise(sys.argv[1:], count)
+    processes.die_with_parent()
     if not settings.database_url:
         console.print(
             "[yellow]note:[/] a separate worker on SQLite is only woken by polling; "
@@ -213,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--concurrency", dest="worker_concurrency", type=int)
     serve.add_argument(
+        "--workers", type=int, help="processes (default: the cores with Postgres, else 1)"
+    )
+    serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
         default=None,
@@ -228,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="a worker alone, for another process or machine")
     _common(worker)
     worker.add_argument("--concurrency", dest="worker_concurrency", type=int)
+    worker.add_argument(
+        "--workers", type=int, help="processes (default: the cores with Postgres, else 1)"
+    )
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     )
 
     # Worker lease: detects dead workers, not slow operations.
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="processes of `serve` / `worker` (outlast/processes.py); default: the "
+        "machine's cores with Postgres, 1 with the embedded store (SQLite notifies only "
+        "within its process). Each has its own pool, concurrency and limits.",
+    )
     worker_concurrency: int = Field(default=10, ge=1)
     claim_batch: int = Field(
         default=2,

@@ -22,6 +22,9 @@ FAST_LEASES = {
     "OUTLAST_REAPER_INTERVAL": "0.3",
     "OUTLAST_QUEUE_POLL": "0.5",
     "OUTLAST_SHUTDOWN_GRACE": "5",
+    # One process per command, as the tests that kill "the server" expect (a pid to
+    # SIGKILL); tests of --workers ask for more.
+    "OUTLAST_WORKERS": "1",
 }
 
 

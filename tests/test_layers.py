@@ -22,7 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "api": {"store", "runtime", "graph"},
     "client": set(),  # the terminal client speaks HTTP only
     "demo": {"graph"},
-    "cli": {"api", "client", "demo", "graph", "runtime", "store"},
+    "processes": set(),  # --workers N: processes of one command
+    "cli": {"api", "client", "demo", "graph", "runtime", "store", "processes"},
     **{name: set() for name in FOUNDATION},
 }
 
