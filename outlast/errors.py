@@ -51,6 +51,11 @@ class LeaseLost(OutlastError):
     status = 409
     title = "Lease lost"
 
+    @classmethod
+    def of(cls, run_id: str, epoch: int) -> LeaseLost:
+        """The refusal of a fenced write: this epoch of the run's lease is gone."""
+        return cls(f"run {run_id}: lease epoch {epoch} is no longer held")
+
 
 class StoreUnavailable(OutlastError):
     """The database could not be reached; the same call may succeed later."""

@@ -301,7 +301,7 @@ class SharedRunOps(TxProvider):
                 status=target.value,
             )
             if not parked:
-                raise LeaseLost(f"run {run_id}: lease epoch {lease.epoch} is no longer held")
+                raise LeaseLost.of(run_id, lease.epoch)
             status = RunStatus(parked[0]["status"])
             if status == RunStatus.CANCELLED:
                 await tx.rows("w_settle", run_id=run_id)
@@ -483,29 +483,21 @@ class SharedRunOps(TxProvider):
     async def set_activity(
         self, lease: Lease, activity: dict[str, Any] | None, usage: dict[str, Any] | None = None
     ) -> None:
-        async with self._writing() as tx:
-            done = await tx.rows(
-                "set_activity",
-                run_id=lease.run_id,
-                worker_id=lease.worker_id,
-                epoch=lease.epoch,
-                activity=tx.encode_json(activity),
-                usage=tx.encode_json(usage),
-            )
-        if not done:
-            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+        await self._fenced_set("set_activity", lease, activity=activity, usage=usage)
 
     async def set_supervision(self, lease: Lease, supervision: dict[str, Any]) -> None:
+        await self._fenced_set("set_supervision", lease, supervision=supervision)
+
+    async def _fenced_set(self, query: str, lease: Lease, **columns: Any) -> None:
+        """One fenced ``UPDATE`` of JSON columns of the leased run (LeaseLost if the
+        lease's epoch is gone): the runtime's records of what it does and remembers."""
         async with self._writing() as tx:
+            encoded = {name: tx.encode_json(value) for name, value in columns.items()}
             done = await tx.rows(
-                "set_supervision",
-                run_id=lease.run_id,
-                worker_id=lease.worker_id,
-                epoch=lease.epoch,
-                supervision=tx.encode_json(supervision),
+                query, run_id=lease.run_id, worker_id=lease.worker_id, epoch=lease.epoch, **encoded
             )
         if not done:
-            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+            raise LeaseLost.of(lease.run_id, lease.epoch)
 
     async def apply_budget(
         self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None
@@ -519,7 +511,7 @@ class SharedRunOps(TxProvider):
                 budget=tx.encode_json(budget),
             )
             if not done:
-                raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+                raise LeaseLost.of(lease.run_id, lease.epoch)
             if consumed_wait is not None:
                 await tx.rows("w_consume", id=consumed_wait)
 

@@ -251,7 +251,7 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             cur = await conn.execute(*self._append_statement(lease, events))
             rows = await cur.fetchall()
         if not rows:
-            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+            raise LeaseLost.of(lease.run_id, lease.epoch)
         seq: int = rows[0]["seq"]
         return seq
 
@@ -276,14 +276,14 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             },
         )
         if not rows:
-            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+            raise LeaseLost.of(lease.run_id, lease.epoch)
         seq: int = rows[0]["seq"]
         return seq
 
     async def release(self, lease: Lease, reason: str) -> int:
         rows = await self._fetch("release", {**self._lease_params(lease), "reason": reason})
         if not rows:
-            raise LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
+            raise LeaseLost.of(lease.run_id, lease.epoch)
         seq: int = rows[0]["seq"]
         return seq
 

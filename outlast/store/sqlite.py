@@ -303,9 +303,6 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     def _lease_params(self, lease: Lease) -> dict[str, Any]:
         return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
 
-    def _lost(self, lease: Lease) -> LeaseLost:
-        return LeaseLost(f"run {lease.run_id}: lease epoch {lease.epoch} is no longer held")
-
     async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
         if not events:
             raise ValueError("append needs at least one event")
@@ -315,7 +312,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             ) as cur:
                 row = await cur.fetchone()
             if row is None:
-                raise self._lost(lease)
+                raise LeaseLost.of(lease.run_id, lease.epoch)
             last: int = row["last_seq"]
             first = last - len(events) + 1
             await conn.executemany(
@@ -345,7 +342,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             async with conn.execute(self._q[name], {**self._lease_params(lease), **params}) as cur:
                 row = await cur.fetchone()
             if row is None:
-                raise self._lost(lease)
+                raise LeaseLost.of(lease.run_id, lease.epoch)
             seq: int = row["last_seq"]
             if event is None:  # release: the event depends on the status it ended in
                 cancelled = row["status"] == RunStatus.CANCELLED
