@@ -218,12 +218,14 @@ class Outlast(Process):
         no_worker: bool = False,
         env: dict[str, str] | None = None,
         workers: int = 1,
+        config: Path = GRAPHS_FILE,
+        port: int | None = None,
     ) -> None:
         self.name = f"outlast {command}"
-        self.port = free_port() if command == "serve" else 0
+        self.port = (port or free_port()) if command == "serve" else 0
         self.base = f"http://127.0.0.1:{self.port}"
         exe = str(Path(sys.executable).with_name("outlast"))
-        cmd = [exe, command, "--database-url", db_url, "--config", str(GRAPHS_FILE)]
+        cmd = [exe, command, "--database-url", db_url, "--config", str(config)]
         cmd += ["--log-level", "warning", "--concurrency", str(concurrency)]
         # one process unless asked: the figures of one process stay comparable across runs
         cmd += ["--workers", str(workers)]
@@ -255,15 +257,25 @@ class DevServer(Process):
 
     name = "langgraph dev"
 
-    def __init__(self, graphs: Sequence[str], jobs: int) -> None:
-        self.folder = tempfile.TemporaryDirectory(prefix="outlast-bench-dev-")
-        folder = Path(self.folder.name)
+    def __init__(
+        self,
+        graphs: Sequence[str],
+        jobs: int,
+        *,
+        source: Path = BENCH / "graphs.py",
+        port: int | None = None,
+        folder: Path | None = None,
+    ) -> None:
+        # A given folder outlives the server (a restart reads what the last one saved
+        # there); a temporary one goes with it.
+        self.folder = None if folder else tempfile.TemporaryDirectory(prefix="outlast-bench-dev-")
+        folder = folder or Path(self.folder.name)  # type: ignore[union-attr]
         config = {
-            "graphs": {g: f"{BENCH / 'graphs.py'}:{g}" for g in graphs},
-            "dependencies": [str(BENCH)],
+            "graphs": {g: f"{source}:{g}" for g in graphs},
+            "dependencies": [str(source.parent)],
         }
         (folder / "langgraph.json").write_text(json.dumps(config, indent=2))
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         exe = str(Path(sys.executable).with_name("langgraph"))
         cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"]
@@ -300,7 +312,8 @@ class DevServer(Process):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=wait)
         super().stop()
-        self.folder.cleanup()
+        if self.folder is not None:
+            self.folder.cleanup()
 
 
 # -- what a process costs ----------------------------------------------------------------
@@ -321,6 +334,24 @@ def cpu_seconds(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()  # the name may contain spaces
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and all its descendants now, from the parent pids in /proc: a server that
+    forks workers (``--workers N``, uvicorn's workers) costs what all of them cost."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 def postgres_pids(database: str) -> list[int]:

@@ -88,7 +88,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     count = _process_count(settings)
     if count is None:
         return 2
-    fd = processes.inherited_fd()
+    inherited = processes.inherited_socket()
     if count > 1:
         sock = processes.bind(settings.host, settings.port)
         console.print(
@@ -108,20 +108,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(settings, with_worker=not args.no_worker, on_worker_failed=worker_failed)
     base = f"http://{settings.host}:{settings.port}"
-    if fd is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
+    if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
         _banner(settings, keys, loopback, base, args.no_worker)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        fd=fd,
         log_level=args.log_level,
         timeout_graceful_shutdown=5,
         # uvicorn's own config would give its loggers text handlers; JSON goes through root.
         log_config=None if args.log_format == "json" else LOGGING_CONFIG,
     )
     server.append(uvicorn.Server(config))
-    server[0].run()
+    server[0].run(sockets=[inherited] if inherited is not None else None)
     return 1 if failed else 0
 
 

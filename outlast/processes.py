@@ -5,8 +5,8 @@ has. An outlast process is self-contained (its own event loop, database pool, wo
 limits), and processes coordinate only through the database (``SKIP LOCKED`` claims,
 fenced leases, ``LISTEN``), so N of them on one machine are N of them on N machines.
 
-``serve``: the parent binds the listening socket once and each child serves it (uvicorn's
-``fd``), so the kernel spreads connections over the children. ``worker``: N workers.
+``serve``: the parent binds the listening socket once and each child serves it (handed
+to uvicorn as a socket), so the kernel spreads connections over the children. ``worker``: N workers.
 
 The parent supervises and does nothing else: a signal (Ctrl-C, SIGTERM) goes to every
 child, which drains as one process would; a child that exits on its own (a worker loop that
@@ -52,9 +52,15 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def inherited_fd() -> int | None:
+def inherited_socket() -> socket.socket | None:
+    """In a child: the listening socket its parent bound, as the TCP socket it is.
+
+    Not uvicorn's ``fd``: uvicorn wraps a descriptor as an ``AF_UNIX`` socket, and asyncio
+    sets ``TCP_NODELAY`` only on the connections of a socket it knows to be TCP, so every
+    response would wait on Nagle's algorithm and the client's delayed ACK (about 40 ms a
+    request). ``socket(fileno=)`` asks the kernel what the descriptor is."""
     raw = os.environ.get(FD_ENV)
-    return int(raw) if raw else None
+    return socket.socket(fileno=int(raw)) if raw else None
 
 
 def die_with_parent() -> None:

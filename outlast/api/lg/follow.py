@@ -152,13 +152,13 @@ async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSe
 async def wait_until_over(ctx: AppContext, f: Found) -> Found:
     """Until this LangGraph run is over: the run ended, or it asks a client for something
     (or a later stretch exists). Woken by the run's status changes, as ``/v1`` result is:
-    a ``/wait`` reads no events."""
+    a ``/wait`` reads no events.
+
+    ``f`` was read before the watch began, so the run is read again once watching: a run
+    that ended in between (another process's worker, a run of ten trivial nodes) sends its
+    last notification to nobody, and would be waited for until the safety-net timeout."""
     with ctx.store.hub.watch(STATUS, f.run.id) as changed:
-        while (
-            f.latest and not f.run.terminal and not (f.run.status == RunStatus.WAITING and f.asking)
-        ):
-            await wait_for(changed, 5.0)
-            changed.clear()
+        while True:
             run = await ctx.store.get_run(f.run.id)
             if run is None:
                 return f
@@ -168,7 +168,10 @@ async def wait_until_over(ctx: AppContext, f: Found) -> Found:
                 if run.status == RunStatus.WAITING
                 else replace(f, run=run)
             )
-    return f
+            if not f.latest or f.run.terminal or (f.run.status == RunStatus.WAITING and f.asking):
+                return f
+            await wait_for(changed, 5.0)
+            changed.clear()
 
 
 async def final_body(ctx: AppContext, f: Found) -> Any:

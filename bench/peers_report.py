@@ -1,0 +1,264 @@
+"""bench/results/peers.md from the figures of bench/peers.py: the tables, the aims and
+whether each is met, and how every figure was taken."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+ORDER = ("outlast", "outlast ×2", "aegra", "langgraph dev")
+TITLES = {
+    "outlast": "outlast (1 process)",
+    "outlast ×2": "outlast ×2 (2 processes)",
+    "aegra": "Aegra",
+    "langgraph dev": "`langgraph dev`",
+}
+MODE_TEXT = {"wait": "`runs.wait`", "join": "thread + `runs.create` + `join`"}
+
+
+def _num(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:,.{digits}f}"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if not a or not b or math.isnan(a) or math.isnan(b):
+        return None
+    return a / b
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return out + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _cell(speed: dict[str, Any], peer: str, mode: str, level: int) -> dict[str, Any]:
+    return speed["peers"].get(peer, {}).get("modes", {}).get(mode, {}).get(str(level), {})
+
+
+def speed_rows(speed: dict[str, Any], peers: list[str]) -> list[list[str]]:
+    rows = []
+    for level in speed["levels"]:
+        for mode in ("wait", "join"):
+            row = [f"runs/s, {MODE_TEXT[mode]}, {level} in flight"]
+            for p in peers:
+                c = _cell(speed, p, mode, level)
+                text = f"**{_num(c.get('runs_per_s'))}**" if c else "—"
+                if c.get("failed"):
+                    text += f" ({int(c['failed'])} failed)"
+                row.append(text)
+            rows.append(row)
+    for level in speed["levels"]:
+        row = [f"p50 / p99 create → terminal, `runs.wait`, {level} in flight"]
+        for p in peers:
+            c = _cell(speed, p, "wait", level)
+            row.append(f"{_num(c.get('p50_ms'), 0)} / {_num(c.get('p99_ms'), 0)} ms")
+        rows.append(row)
+    for level in speed["levels"]:
+        row = [f"CPU per run, `runs.wait`, {level} in flight: server + Postgres + Redis"]
+        for p in peers:
+            c = _cell(speed, p, "wait", level)
+            parts = [c.get("cpu_server_ms", 0.0), c.get("cpu_postgres_ms", 0.0)]
+            parts.append(c.get("cpu_redis_ms", 0.0))
+            row.append(
+                f"{_num(sum(parts))} ms ({' + '.join(_num(x) for x in parts)})" if c else "—"
+            )
+        rows.append(row)
+    row = ["first streamed event after create, p50 / p99"]
+    for p in peers:
+        f = speed["peers"].get(p, {}).get("first_event_ms", {})
+        row.append(f"{_num(f.get('p50'), 0)} / {_num(f.get('p99'), 0)} ms")
+    rows.append(row)
+    return rows
+
+
+def memory_rows(memory: dict[str, Any], peers: list[str]) -> list[list[str]]:
+    row = ["RSS idle → with runs waiting at an interrupt (per run)"]
+    for p in peers:
+        m = memory.get(p)
+        if not m:
+            row.append("—")
+            continue
+        row.append(
+            f"{_num(m['idle_mib'])} → {_num(m['parked_mib'])} MiB with {m['parked']:,} "
+            f"({m['bytes_per_parked_run']:,} B/run)"
+        )
+    return [row]
+
+
+def _stream(s: dict[str, Any]) -> str:
+    if s.get("exact") and s.get("rejoined"):
+        return "**rejoined, exact**"
+    missing, repeated = s.get("missing", []), s.get("repeated", 0)
+    return (
+        f"{'rejoined' if s.get('rejoined') else 'no rejoin'} ({s.get('outcome')}); "
+        f"{len(missing)} ticks missing, {repeated} repeated"
+    )
+
+
+def fault_rows(faults: dict[str, Any], peers: list[str]) -> list[list[str]]:
+    rows = []
+    for scenario, text in (("in_flight", "20 runs in flight"), ("waiting", "20 runs waiting")):
+        for key, label in (
+            ("lost", "runs lost (never completed)"),
+            ("finished_twice", "runs finished twice"),
+            ("effects_twice", "side effects performed twice"),
+        ):
+            if scenario == "waiting" and key == "effects_twice":
+                continue
+            row = [f"SIGKILL, {text}: {label}"]
+            for p in peers:
+                f = faults.get(p, {}).get(scenario)
+                if f is None:
+                    row.append("—")
+                elif "error" in f:
+                    row.append(f"not measured: `{f['error']}`")
+                else:
+                    row.append(f"**{f[key]}** of {f['runs']}")
+            rows.append(row)
+        if scenario == "in_flight":
+            row = ["SIGKILL, 20 runs in flight: the streaming client"]
+            for p in peers:
+                f = faults.get(p, {}).get(scenario) or {}
+                row.append(_stream(f["stream"]) if "stream" in f else "—")
+            rows.append(row)
+            row = ["SIGKILL, 20 runs in flight: statuses reported after the restart"]
+            for p in peers:
+                f = faults.get(p, {}).get(scenario) or {}
+                row.append(", ".join(f"{k} {v}" for k, v in f.get("statuses", {}).items()) or "—")
+            rows.append(row)
+    return rows
+
+
+def aims(res: dict[str, Any]) -> list[str]:
+    speed = res.get("speed", {})
+    out = []
+    if "peers" in speed and "aegra" in speed["peers"] and "outlast" in speed["peers"]:
+        ours, theirs = _cell(speed, "outlast", "wait", 50), _cell(speed, "aegra", "wait", 50)
+        rate = _ratio(ours.get("runs_per_s"), theirs.get("runs_per_s"))
+        p99 = _ratio(theirs.get("p99_ms"), ours.get("p99_ms"))
+        cpu = [
+            sum(c.get(f"cpu_{k}_ms", 0.0) for k in ("server", "postgres", "redis"))
+            for c in (ours, theirs)
+        ]
+        cpu_ratio = _ratio(cpu[1], cpu[0])
+        for text, value, aim in (
+            ("completed runs/s at 50 in flight, outlast ÷ Aegra", rate, 2.0),
+            ("p99 at 50 in flight, Aegra ÷ outlast", p99, 2.0),
+            ("CPU per run at 50 in flight, Aegra ÷ outlast", cpu_ratio, 2.0),
+        ):
+            met = "—" if value is None else ("**yes**" if value >= aim else "no")
+            out.append(f"| {text} | {_num(value, 2)}× | ≥ {aim:.0f}× | {met} |")
+    if "peers" in speed and "outlast ×2" in speed["peers"]:
+        best = None
+        for level in speed["levels"]:
+            two = _cell(speed, "outlast ×2", "wait", level)
+            one = _cell(speed, "outlast", "wait", level)
+            value = _ratio(two.get("runs_per_s"), one.get("runs_per_s"))
+            if level >= 50 and value is not None:
+                best = value if best is None else max(best, value)
+                met = "**yes**" if value >= 1.6 else "no"
+                out.append(
+                    f"| 2 processes ÷ 1, runs/s at {level} in flight | {_num(value, 2)}× "
+                    f"| ≥ 1.6× | {met} |"
+                )
+    faults = res.get("faults", {}).get("outlast ×2", {})
+    for scenario in ("in_flight", "waiting"):
+        f = faults.get(scenario)
+        if f and "error" not in f:
+            bad = f["lost"] + f["finished_twice"] + f["effects_twice"]
+            stream = f.get("stream", {}).get("exact", True)
+            met = "**yes**" if bad == 0 and stream else "no"
+            out.append(
+                f"| outlast after SIGKILL, {scenario.replace('_', ' ')}: lost + twice "
+                f"| {bad} | 0 | {met} |"
+            )
+    if not out:
+        return []
+    return ["| aim | measured | aim | met |", "|---|---|---|---|", *out]
+
+
+def markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    busy = res.get("busy", {})
+    flag = (
+        f"**the machine was busy**: other tenants used {busy['others_cores']} cores on average"
+        if busy.get("busy")
+        else f"other tenants used {busy.get('others_cores', '?')} cores on average (quiet)"
+    )
+    lines = [
+        "# outlast beside Aegra and `langgraph dev`, through the same client",
+        "",
+        f"{res['taken']}; {m['platform']}, {m['cpus']} CPUs, Python {m['python']}, "
+        f"langgraph {m['langgraph']}; Postgres and Redis on the same host; load average at "
+        f"start {m['load_average_at_start']}, at the end {res.get('load_average_at_end')}; "
+        f"{flag}. Total {res.get('total_s', '?')} s. Reproduce: "
+        "`.venv/bin/python bench/peers.py"
+        + (" --quick" if res["options"].get("quick") else "")
+        + "`.",
+        "",
+    ]
+    if res.get("unavailable"):
+        lines += ["Not measured:", ""]
+        lines += [f"- {TITLES.get(k, k)}: {v}" for k, v in res["unavailable"].items()]
+        lines.append("")
+    speed = res.get("speed", {})
+    if "peers" in speed:
+        peers = [p for p in ORDER if p in speed["peers"]]
+        lines += [
+            f"## Speed and scale (10-node graph; median of {res['options']['repeat']} repetitions)",
+            "",
+        ]
+        lines += _table([""] + [TITLES[p] for p in peers], speed_rows(speed, peers))
+        if res.get("memory"):
+            lines += memory_rows_block(res["memory"], peers)
+        lines.append("")
+    elif "error" in speed:
+        lines += [f"Speed not measured: `{speed['error']}`", ""]
+    faults = res.get("faults", {})
+    if faults and "error" not in faults:
+        peers = [p for p in ORDER if p in faults]
+        lines += ["## Faults: SIGKILL of every process of the server, then a restart", ""]
+        lines += _table([""] + [TITLES[p] for p in peers], fault_rows(faults, peers))
+        lines.append("")
+    aim_lines = aims(res)
+    if aim_lines:
+        lines += ["## Aims", "", *aim_lines, ""]
+    lines += ["## How each figure was taken", "", HOW]
+    return "\n".join(lines) + "\n"
+
+
+def memory_rows_block(memory: dict[str, Any], peers: list[str]) -> list[str]:
+    return ["| " + " | ".join(row) + " |" for row in memory_rows(memory, peers)]
+
+
+HOW = """\
+- **The same client, graphs and machine**: every figure comes through `langgraph_sdk` (its
+  `LangGraphClient`, with a connection pool as large as the load), against servers of the
+  same `bench/peers/langgraph.json`. outlast and Aegra each have their own fresh Postgres
+  database on the same server; Aegra also uses Redis (its CPU is counted as Aegra's); the
+  dev server keeps everything in memory.
+- **Runs/s** (`peers_speed.py`): a closed loop of as many clients as runs in flight, each
+  starting its next threadless run of the 10-node graph when its last one completed, until
+  the level's runs were started or its time cap passed; completed runs over the time to the
+  last completion. Every peer up at once, measured one after the other at each level and
+  way, the order rotating with the repetition. The figure is the median over repetitions.
+- **p50/p99** are the latencies of the runs of that loop, create to terminal.
+- **CPU per run**: user + system time of every process of the server's tree (`/proc`),
+  of the Postgres backends of its database, and of Redis, over the same loop.
+- **First streamed event**: one run at a time, `runs.stream(..., stream_mode="updates")`:
+  request to the first node's update.
+- **Memory**: RSS of the server's process tree (median of 6 samples, 0.5 s apart) after the
+  speed runs, then with the runs of `ask` parked at their `interrupt()`, each on its own
+  thread, created 50 at a time.
+- **Faults** (`peers_faults.py`): what was lost or done twice is read from the file the
+  graphs append to (one line per side effect, one per completion), not from the server's
+  account. outlast runs as `--workers 2` there, with a 5 s activity lease (a killed
+  worker's runs are taken over when their lease runs out). Every process of the server gets
+  SIGKILL; it starts again on the same port, database and Redis; the runs are watched for a
+  bounded time. The streaming client rejoins with the SDK's `join_stream(last_event_id=…)`.
+- **Busy**: the CPU that the machine spent on anything but the benchmark's own processes,
+  Postgres and Redis, sampled every 2 s (`busy.py`); above 0.2 cores on average the run is
+  marked busy.
+"""
