@@ -74,9 +74,19 @@ PARTS: list[tuple[str, str]] = [
     ("logging", r"\(logging/"),
 ]
 
-# asyncio.to_thread's pool threads waiting for work: py-spy counts them as active.
-_IDLE = "_worker (concurrent/futures/thread.py)"
 _FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def idle(frames: list[str]) -> bool:
+    """A pool thread waiting for work (asyncio.to_thread's, or anyio's behind Starlette's
+    run_in_threadpool, which grows with the requests in flight): py-spy counts it as
+    active, and it would dilute every share."""
+    top = frames[-1]
+    if top.startswith("_worker (concurrent/futures/thread.py)"):
+        return True
+    return top.startswith("Condition.wait (threading.py)") and any(
+        f.startswith("WorkerThread.run (anyio/") for f in frames
+    )
 
 
 def short(frame: str) -> str:
@@ -105,7 +115,7 @@ def summarize(raw: Path) -> dict[str, Any]:
             continue
         n = int(count)
         frames = [short(f) for f in stack.split(";")]
-        if frames[-1].startswith(_IDLE):
+        if idle(frames):
             continue  # a thread pool's idle thread: blocked, not working
         total += n
         self_[frames[-1]] += n
@@ -224,7 +234,7 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
     for rep in range(opts.repeat):
         order = list(versions) if rep % 2 == 0 else list(reversed(versions))
         for label in order:
-            raw = RAW / f"{label}-{opts.scenario}-{rep}.collapsed"
+            raw = RAW / f"{opts.label}-{label}-{opts.scenario}-{rep}.collapsed"
             figures[label].append(await profile_once(opts, versions[label], raw))
             raws[label].append(raw)
             rate = next(v for k, v in figures[label][-1].items() if k.endswith("_per_s"))
@@ -240,7 +250,7 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
         "versions": {},
     }
     for label, reps in figures.items():
-        merged = RAW / f"{label}-{opts.scenario}.collapsed"
+        merged = RAW / f"{opts.label}-{label}-{opts.scenario}.collapsed"
         merged.write_text("".join(p.read_text() for p in raws[label]))
         out["versions"][label] = {
             "source": versions[label] or "installed",
@@ -275,6 +285,11 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {key} | {cells} |")
     cells = " | ".join(str(v["profile"]["samples"]) for v in vs.values())
     lines.append(f"| py-spy samples (idle pool threads left out) | {cells} |")
+    # Sampled time per unit of load: comparable across loads where shares are not (a
+    # part whose share holds while the total grows costs more per run).
+    per = 1000 / res["rate"] / (res["runs"] * res["repeat"])
+    cells = " | ".join(str(r(v["profile"]["samples"] * per, 2)) for v in vs.values())
+    lines.append(f"| sampled ms per run (stream: per event emitted) | {cells} |")
     for label, _ in PARTS:
         cells = " | ".join(str(v["profile"]["parts"][label]) for v in vs.values())
         lines.append(f"| % of samples: {label} | {cells} |")
