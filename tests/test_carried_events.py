@@ -27,10 +27,13 @@ async def _claimed(store: PostgresStore) -> tuple[Lease, str]:
 
 
 @contextlib.asynccontextmanager
-async def _sink(store: PostgresStore, window: float) -> AsyncIterator[tuple[EventSink, Lease, str]]:
-    """A claimed run's sink, holding step events for ``window`` seconds."""
+async def _sink(
+    store: PostgresStore, window: float, due_hold: float = 0.0
+) -> AsyncIterator[tuple[EventSink, Lease, str]]:
+    """A claimed run's sink, holding step events for ``window`` seconds (``due_hold``
+    once their step is over)."""
     lease, thread = await _claimed(store)
-    sink = EventSink(store, lease, lambda exc: None, carry_window=window)
+    sink = EventSink(store, lease, lambda exc: None, carry_window=window, due_hold=due_hold)
     try:
         yield sink, lease, thread
     finally:
@@ -80,6 +83,42 @@ async def test_without_a_checkpoint_the_sink_writes_after_the_window(pg: Postgre
         sink.put(EventDraft("node.updated", {"node": "a"}))
         await _until(lambda: sink.writes == 1)
         assert sink.carried == 0
+        assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_a_finished_steps_events_wait_past_the_window_for_its_checkpoint(
+    pg: PostgresStore,
+) -> None:
+    """A busy loop brings the step's checkpoint write later than the window: once the
+    step is over its events keep waiting for it instead of costing a transaction."""
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, thread):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await asyncio.sleep(0.2)  # ten windows
+        assert sink.writes == 0
+        await _checkpoint(pg, lease, sink, thread)
+        assert (sink.carried, sink.writes) == (1, 0)
+        assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_a_live_event_ends_the_wait_for_a_checkpoint(pg: PostgresStore) -> None:
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, _):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await asyncio.sleep(0.1)
+        sink.put(EventDraft("custom", {"n": 1}))  # the next step's, watched live
+        await _until(lambda: sink.writes == 1)
+        assert (await _types(pg, lease.run_id))[-2:] == [(3, "node.updated"), (4, "custom")]
+
+
+async def test_without_a_due_hold_a_finished_step_keeps_the_plain_window(
+    pg: PostgresStore,
+) -> None:
+    """Durability "exit": no checkpoint follows a step, so nothing waits for one."""
+    async with _sink(pg, 0.05) as (sink, lease, _):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await _until(lambda: sink.writes == 1)
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
 
 

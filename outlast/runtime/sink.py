@@ -16,6 +16,12 @@ step (``node.updated``, or a kept ``stream`` part) for up to ``carry_window`` se
 for the next checkpoint write to take; a batch without one (custom events, model
 deltas: what a client watches live) is written at once. One write of the run's events
 is in flight at a time, the sink's own or a lent one, so seqs keep the order of ``put``.
+
+The window is wall time, and on a busy event loop (many runs in one process) the step's
+checkpoint write comes later than that: every step's events then went out on their own,
+one transaction more per step just when the database was busiest. So once the step is
+over (``step_over``: no task of the root graph left in flight, so its checkpoint write
+is next), the hold lasts until that write takes the events, or ``due_hold`` at most.
 """
 
 from __future__ import annotations
@@ -36,6 +42,11 @@ _RETRIES = 5
 # Events that end a step: a checkpoint write follows them closely (``stream``: the state
 # after a step a LangGraph client asked for, emitted as the next step's writes go out).
 _STEP_ENDS = frozenset({EventType.NODE_UPDATED, EventType.STREAM})
+# The longest a finished step's events wait for its checkpoint write: far more than a
+# step's bookkeeping takes even with a hundred runs on one loop, and short enough that a
+# write that never comes (a graph that stopped between the step and its checkpoint
+# without a flush) delays a live client by no more than this.
+DUE_HOLD = 1.0
 
 
 class SinkClosed(Exception):
@@ -50,6 +61,7 @@ class EventSink:
         on_error: Callable[[BaseException], None],
         max_bytes: int = 256_000,
         carry_window: float = 0.0,
+        due_hold: float = 0.0,
     ) -> None:
         self._max_bytes = max_bytes
         self._store = store
@@ -62,6 +74,11 @@ class EventSink:
         self._busy = False  # a write of this run's events is in flight (own or lent)
         self._carried = asyncio.Event()  # a lent batch was settled (or the hold is cut)
         self.carry_window = carry_window
+        # How long the events of a finished step wait for its checkpoint write at most:
+        # a safety net, the write follows the step however loaded the loop; 0 when none
+        # follows (durability "exit", or no carrying at all).
+        self.due_hold = due_hold if carry_window > 0 else 0.0
+        self._due = False  # the pending events end a step that is over
         self.error: BaseException | None = None
         self.last_seq = 0
         self.writes = 0  # the sink's own appends
@@ -74,6 +91,14 @@ class EventSink:
         self._buffer.append(_bounded(draft, self._max_bytes))
         self._idle.clear()
         self._wake.set()
+        if self._due and draft.type not in _STEP_ENDS:
+            self._carried.set()  # a live event (the next step's): no more holding back
+
+    def step_over(self) -> None:
+        """The step the pending events end is over: its checkpoint write comes next, so
+        they wait for it (``due_hold`` at most) however long a busy loop takes."""
+        if self.due_hold > 0 and self._ends_step():
+            self._due = True
 
     async def flush(self) -> None:
         """Wait until everything put so far is stored (or the sink failed)."""
@@ -98,6 +123,7 @@ class EventSink:
         if self._busy or not self._buffer or self.error is not None:
             return None
         self._busy = True
+        self._due = False
         batch, self._buffer = self._buffer, []
         return batch
 
@@ -125,13 +151,12 @@ class EventSink:
             self._wake.clear()
             if self.carry_window > 0 and self._ends_step():
                 self._carried.clear()
-                # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that
-                # arrives as the wait completes (close() does both), and the task hangs
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.carry_window):
-                        await self._carried.wait()
+                await self._hold(self.carry_window)
+                if self._due and not self._carried.is_set() and not self._live():
+                    await self._hold(self.due_hold)
             while self._buffer and not self._busy:
                 self._busy = True
+                self._due = False
                 batch, self._buffer = self._buffer, []
                 try:
                     self.last_seq = await self._write(batch)
@@ -145,8 +170,19 @@ class EventSink:
             if not self._buffer and not self._busy:
                 self._idle.set()
 
+    async def _hold(self, seconds: float) -> None:
+        """Until a checkpoint write took the events (or a flush cut the hold short)."""
+        # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that arrives as
+        # the wait completes (close() does both), and the task hangs
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._carried.wait()
+
     def _ends_step(self) -> bool:
         return any(d.type in _STEP_ENDS for d in self._buffer)
+
+    def _live(self) -> bool:
+        return any(d.type not in _STEP_ENDS for d in self._buffer)
 
     async def _write(self, batch: list[EventDraft]) -> int:
         delay = 0.05
