@@ -118,7 +118,7 @@ WITH r AS (
         updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
-    RETURNING id, last_seq
+    RETURNING id, last_seq, thread_id
 ), settled AS (
     UPDATE outlast_waits
     SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
@@ -128,10 +128,15 @@ WITH r AS (
     SELECT id, last_seq, %(type)s, %(data)s::jsonb FROM r
     RETURNING run_id, seq
 )
+-- The queue hears of it only when the thread has a run queued behind this one: nothing
+-- else becomes claimable (a worker's own freed slot needs no notification), and every
+-- worker woken for nothing would run a claim statement, one more per run.
 SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
-       pg_notify('outlast_queue', run_id::text) AS n2,  -- the thread's next run may go now
+       CASE WHEN EXISTS (SELECT 1 FROM outlast_runs o
+                         WHERE o.thread_id = r.thread_id AND o.status = 'queued')
+            THEN pg_notify('outlast_queue', run_id::text) END AS n2,
        pg_notify('outlast_status', run_id::text) AS n3
-FROM ins;
+FROM ins, r;
 
 -- name: release
 WITH r AS (
