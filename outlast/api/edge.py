@@ -79,11 +79,16 @@ def checked_key(key: str | None) -> str | None:
     return key
 
 
-async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
+def run_key(run_id: str) -> str:
+    """A run id as the store and its notifications spell it; anything else is no run."""
     try:
-        uuid.UUID(run_id)
+        return str(uuid.UUID(run_id))
     except ValueError:
         raise RunNotFound(f"no run {run_id!r}") from None
+
+
+async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
+    run_key(run_id)
     run = await ctx.store.get_run(run_id)
     if run is None or run.principal != ctx.principal:
         # Another principal's run does not exist, as far as this caller can tell.
