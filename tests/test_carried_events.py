@@ -101,6 +101,29 @@ async def test_a_finished_steps_events_wait_past_the_window_for_its_checkpoint(
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
 
 
+async def test_an_earlier_carried_write_settling_does_not_end_the_wait(
+    pg: PostgresStore,
+) -> None:
+    """A step's events put while the checkpoint write carrying the previous step's is
+    still in flight wait for their own checkpoint, not for that one to settle (seen at
+    one run at a time: a step in ten went out as a transaction of its own)."""
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, thread):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await asyncio.sleep(0)
+        lent = sink.lend()  # the previous step's checkpoint write takes a
+        assert lent is not None
+        sink.put(EventDraft("node.updated", {"node": "b"}))
+        sink.step_over()
+        await asyncio.sleep(0.05)
+        await pg.append(lease, lent)  # what the carrier stored, then it settles
+        sink.settle(lent, 3)
+        await asyncio.sleep(0.1)
+        assert sink.writes == 0  # b still waits for its step's checkpoint
+        await _checkpoint(pg, lease, sink, thread)
+        assert (sink.carried, sink.writes) == (2, 0)
+        assert (await _types(pg, lease.run_id))[-2:] == [(3, "node.updated"), (4, "node.updated")]
+
+
 async def test_a_live_event_ends_the_wait_for_a_checkpoint(pg: PostgresStore) -> None:
     async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, _):
         sink.put(EventDraft("node.updated", {"node": "a"}))

@@ -72,7 +72,8 @@ class EventSink:
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = False  # a write of this run's events is in flight (own or lent)
-        self._carried = asyncio.Event()  # a lent batch was settled (or the hold is cut)
+        self._changed = asyncio.Event()  # what a hold waits on: a put, lend, settle, flush
+        self._cut = False  # someone waits for the events (flush): no holding back
         self.carry_window = carry_window
         # How long the events of a finished step wait for its checkpoint write at most:
         # a safety net, the write follows the step however loaded the loop; 0 when none
@@ -91,18 +92,20 @@ class EventSink:
         self._buffer.append(_bounded(draft, self._max_bytes))
         self._idle.clear()
         self._wake.set()
-        if self._due and draft.type not in _STEP_ENDS:
-            self._carried.set()  # a live event (the next step's): no more holding back
+        self._changed.set()
 
     def step_over(self) -> None:
         """The step the pending events end is over: its checkpoint write comes next, so
         they wait for it (``due_hold`` at most) however long a busy loop takes."""
         if self.due_hold > 0 and self._ends_step():
             self._due = True
+            self._changed.set()
 
     async def flush(self) -> None:
         """Wait until everything put so far is stored (or the sink failed)."""
-        self._carried.set()  # no holding back what someone waits for
+        if not self._idle.is_set():
+            self._cut = True  # no holding back what someone waits for
+            self._changed.set()
         await self._idle.wait()
         if self.error is not None:
             raise self.error
@@ -125,6 +128,7 @@ class EventSink:
         self._busy = True
         self._due = False
         batch, self._buffer = self._buffer, []
+        self._changed.set()
         return batch
 
     def settle(self, batch: list[EventDraft], seq: int | None) -> None:
@@ -134,14 +138,15 @@ class EventSink:
         self._busy = False
         if seq is None:
             self._buffer[:0] = batch
+            self._cut = True  # write them now (or fail on them), no more waiting
         else:
             self.last_seq = seq
             self.carried += 1
-            self._carried.set()
+        self._changed.set()
         if self._buffer:
             self._wake.set()
         else:
-            self._idle.set()
+            self._set_idle()
 
     # -- the sink's own writes ---------------------------------------------------------
 
@@ -150,10 +155,7 @@ class EventSink:
             await self._wake.wait()
             self._wake.clear()
             if self.carry_window > 0 and self._ends_step():
-                self._carried.clear()
-                await self._hold(self.carry_window)
-                if self._due and not self._carried.is_set() and not self._live():
-                    await self._hold(self.due_hold)
+                await self._hold()
             while self._buffer and not self._busy:
                 self._busy = True
                 self._due = False
@@ -162,21 +164,40 @@ class EventSink:
                     self.last_seq = await self._write(batch)
                 except Exception as exc:
                     self.error = exc
-                    self._idle.set()
+                    self._set_idle()
                     self._on_error(exc)
                     return
                 finally:
                     self._busy = False
             if not self._buffer and not self._busy:
-                self._idle.set()
+                self._set_idle()
 
-    async def _hold(self, seconds: float) -> None:
-        """Until a checkpoint write took the events (or a flush cut the hold short)."""
-        # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that arrives as
-        # the wait completes (close() does both), and the task hangs
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._carried.wait()
+    def _set_idle(self) -> None:
+        self._cut = False
+        self._idle.set()
+
+    async def _hold(self) -> None:
+        """Until a checkpoint write took the pending events, or they should wait no more:
+        a flush, the window gone by (unless their step is over and they are all step
+        events: then ``due_hold`` more). Conditions are looked at again at every put,
+        lend, settle and flush; a lent write of earlier events settling is not this
+        batch being carried."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while self._buffer and not self._cut:
+            limit = start + self.carry_window
+            if self._due and not self._live():
+                limit += self.due_hold
+            if loop.time() >= limit:
+                return
+            self._changed.clear()
+            # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that arrives
+            # as the wait completes (close() does both), and the task hangs
+            try:
+                async with asyncio.timeout_at(limit):
+                    await self._changed.wait()
+            except TimeoutError:
+                return
 
     def _ends_step(self) -> bool:
         return any(d.type in _STEP_ENDS for d in self._buffer)
