@@ -12,6 +12,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
+from outlast.errors import LeaseLost
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease
 from outlast.store.postgres import PostgresStore
@@ -143,6 +144,28 @@ async def test_without_a_due_hold_a_finished_step_keeps_the_plain_window(
         sink.step_over()
         await _until(lambda: sink.writes == 1)
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_a_carrier_without_the_lease_is_refused_whole(pg: PostgresStore) -> None:
+    """The carried append is the write's fence: a holder that lost its lease stores
+    neither the events nor the checkpoint, and gets LeaseLost, as with the plain fence."""
+    async with _sink(pg, 30.0) as (sink, lease, thread):
+        async with pg.pool.connection() as conn:  # another worker took the run over
+            await conn.execute(
+                "UPDATE outlast_runs SET lease_epoch = lease_epoch + 1 WHERE id = %s",
+                (lease.run_id,),
+            )
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await asyncio.sleep(0)
+        with pytest.raises(LeaseLost, match="no longer held"):
+            await _checkpoint(pg, lease, sink, thread)
+        assert sink.carried == 0
+        assert await _types(pg, lease.run_id) == [(1, "run.created"), (2, "run.started")]
+        async with pg.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread,)
+            )
+            assert (await cur.fetchone() or {}).get("n") == 0
 
 
 async def test_a_failed_carrier_gives_the_events_back_in_order(pg: PostgresStore) -> None:

@@ -12,7 +12,10 @@ connections:
   that wakes up again cannot add a checkpoint (or the pending writes a successor would
   take for finished tasks) to a thread another worker now owns: the reaper selects
   expired runs ``FOR UPDATE SKIP LOCKED``, which skips a run while a checkpoint of its
-  holder is in flight, and any later write of the old holder is refused.
+  holder is in flight, and any later write of the old holder is refused. A write that
+  carries the run's events starts with their append instead, which is the fence too:
+  it updates the run row under the same lease condition (a stronger lock, which the
+  reaper skips as well) and calls ``outlast_fence()`` to raise when it matched nothing.
 
 Why no BEGIN/COMMIT: in a pipeline every statement up to the Sync (psycopg sends one
 when the pipeline block ends) runs in one implicit transaction, committed at the Sync
@@ -61,7 +64,8 @@ _FENCE = "SELECT outlast_fence(%s, %s, %s)"
 _FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
 
 
-# The store's fenced append: (statement, parameters) for a lease and a batch.
+# The store's append for a lease and a batch as (statement, parameters): a statement
+# that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
 AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
 
 
@@ -148,10 +152,11 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                         conn.pipeline(),
                         conn.cursor(binary=True, row_factory=dict_row) as cur,
                     ):
-                        if lease is not None:
-                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                         if batch and lease is not None and self.append is not None:
+                            # the carried append fences the write itself (queries.sql)
                             await carried.execute(*self.append(lease, batch))
+                        elif lease is not None:
+                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                         yield cur
                     if batch:  # the pipeline is synced: the append's row is here
                         row = await carried.fetchone()
