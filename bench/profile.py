@@ -9,8 +9,9 @@ A fresh database, one ``outlast serve`` warmed up, then py-spy attaches to it (1
 a second, the process paused for each sample so the stacks are consistent) while the load
 runs, and detaches when it ends. Beside the stacks, what the same load cost: runs per
 second, CPU of the server and of the Postgres backends per run, and the database's
-transactions and written rows per run (``pg_stat_database``, flushed by the server at most
-a second late, so the counters are read after a pause).
+transactions and written rows per run (``pg_stat_database``, which backends send late but
+all of at their exit: they are read once the server stopped, over its whole life, warm-up
+included).
 
 Writes ``bench/results/profiles/<label>-<scenario>.{md,json}`` (the figures side by
 side, inclusive shares of the parts of the stack this project cares about, the top
@@ -74,9 +75,19 @@ PARTS: list[tuple[str, str]] = [
     ("logging", r"\(logging/"),
 ]
 
-# asyncio.to_thread's pool threads waiting for work: py-spy counts them as active.
-_IDLE = "_worker (concurrent/futures/thread.py)"
 _FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def idle(frames: list[str]) -> bool:
+    """A pool thread waiting for work (asyncio.to_thread's, or anyio's behind Starlette's
+    run_in_threadpool, which grows with the requests in flight): py-spy counts it as
+    active, and it would dilute every share."""
+    top = frames[-1]
+    if top.startswith("_worker (concurrent/futures/thread.py)"):
+        return True
+    return top.startswith("Condition.wait (threading.py)") and any(
+        f.startswith("WorkerThread.run (anyio/") for f in frames
+    )
 
 
 def short(frame: str) -> str:
@@ -105,7 +116,7 @@ def summarize(raw: Path) -> dict[str, Any]:
             continue
         n = int(count)
         frames = [short(f) for f in stack.split(";")]
-        if frames[-1].startswith(_IDLE):
+        if idle(frames):
             continue  # a thread pool's idle thread: blocked, not working
         total += n
         self_[frames[-1]] += n
@@ -168,7 +179,8 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
                         return int(out["deliveries"])
                     return n
 
-                await load({"runs": 40, "accept": 500, "stream": 20}[opts.scenario])  # warm-up
+                warm = {"runs": 40, "accept": 500, "stream": 20}[opts.scenario]
+                await load(warm)  # warm-up
                 await asyncio.sleep(1.5)  # the statistics of the warm-up reach the server
                 before = await db_counters(db)
                 spy = await asyncio.create_subprocess_exec(
@@ -195,12 +207,23 @@ async def profile_once(opts: argparse.Namespace, source: str | None, raw: Path) 
             if worker is not None:
                 worker.stop()
             server.stop()
+        if opts.scenario != "stream":
+            # A backend sends its statistics at most once a second and, when it then
+            # goes idle, up to 10 s later: counters read while the pool is open miss
+            # some of the load and count some of the warm-up (about ±10% of the
+            # transactions per run, enough to hide a change). A backend sends them
+            # all when it exits, so the whole life of the server (startup, warm-up
+            # and load, all runs alike) is counted once it stopped.
+            await asyncio.sleep(1.0)
+            after = await db_counters(db)
+            before = dict.fromkeys(after, 0)
+    counted = n if opts.scenario == "stream" else n + warm
     unit = "delivery" if opts.scenario == "stream" else "run"
     return {
         **extra,
         {"run": "runs_per_s", "delivery": "deliveries_per_s"}[unit]: n / elapsed,
         **{f"cpu_ms_per_{unit}_{k}": 1000 * v / n for k, v in used.items()},
-        **{f"{k}_per_{unit}": (after[k] - before[k]) / n for k in before},
+        **{f"{k}_per_{unit}": (after[k] - before[k]) / counted for k in before},
     }
 
 
@@ -224,7 +247,7 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
     for rep in range(opts.repeat):
         order = list(versions) if rep % 2 == 0 else list(reversed(versions))
         for label in order:
-            raw = RAW / f"{label}-{opts.scenario}-{rep}.collapsed"
+            raw = RAW / f"{opts.label}-{label}-{opts.scenario}-{rep}.collapsed"
             figures[label].append(await profile_once(opts, versions[label], raw))
             raws[label].append(raw)
             rate = next(v for k, v in figures[label][-1].items() if k.endswith("_per_s"))
@@ -240,7 +263,7 @@ async def profile(opts: argparse.Namespace) -> dict[str, Any]:
         "versions": {},
     }
     for label, reps in figures.items():
-        merged = RAW / f"{label}-{opts.scenario}.collapsed"
+        merged = RAW / f"{opts.label}-{label}-{opts.scenario}.collapsed"
         merged.write_text("".join(p.read_text() for p in raws[label]))
         out["versions"][label] = {
             "source": versions[label] or "installed",
@@ -275,6 +298,11 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {key} | {cells} |")
     cells = " | ".join(str(v["profile"]["samples"]) for v in vs.values())
     lines.append(f"| py-spy samples (idle pool threads left out) | {cells} |")
+    # Sampled time per unit of load: comparable across loads where shares are not (a
+    # part whose share holds while the total grows costs more per run).
+    per = 1000 / res["rate"] / (res["runs"] * res["repeat"])
+    cells = " | ".join(str(r(v["profile"]["samples"] * per, 2)) for v in vs.values())
+    lines.append(f"| sampled ms per run (stream: per event emitted) | {cells} |")
     for label, _ in PARTS:
         cells = " | ".join(str(v["profile"]["parts"][label]) for v in vs.values())
         lines.append(f"| % of samples: {label} | {cells} |")

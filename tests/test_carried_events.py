@@ -12,6 +12,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
+from outlast.errors import LeaseLost
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease
 from outlast.store.postgres import PostgresStore
@@ -27,10 +28,13 @@ async def _claimed(store: PostgresStore) -> tuple[Lease, str]:
 
 
 @contextlib.asynccontextmanager
-async def _sink(store: PostgresStore, window: float) -> AsyncIterator[tuple[EventSink, Lease, str]]:
-    """A claimed run's sink, holding step events for ``window`` seconds."""
+async def _sink(
+    store: PostgresStore, window: float, due_hold: float = 0.0
+) -> AsyncIterator[tuple[EventSink, Lease, str]]:
+    """A claimed run's sink, holding step events for ``window`` seconds (``due_hold``
+    once their step is over)."""
     lease, thread = await _claimed(store)
-    sink = EventSink(store, lease, lambda exc: None, carry_window=window)
+    sink = EventSink(store, lease, lambda exc: None, carry_window=window, due_hold=due_hold)
     try:
         yield sink, lease, thread
     finally:
@@ -81,6 +85,87 @@ async def test_without_a_checkpoint_the_sink_writes_after_the_window(pg: Postgre
         await _until(lambda: sink.writes == 1)
         assert sink.carried == 0
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_a_finished_steps_events_wait_past_the_window_for_its_checkpoint(
+    pg: PostgresStore,
+) -> None:
+    """A busy loop brings the step's checkpoint write later than the window: once the
+    step is over its events keep waiting for it instead of costing a transaction."""
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, thread):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await asyncio.sleep(0.2)  # ten windows
+        assert sink.writes == 0
+        await _checkpoint(pg, lease, sink, thread)
+        assert (sink.carried, sink.writes) == (1, 0)
+        assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_an_earlier_carried_write_settling_does_not_end_the_wait(
+    pg: PostgresStore,
+) -> None:
+    """A step's events put while the checkpoint write carrying the previous step's is
+    still in flight wait for their own checkpoint, not for that one to settle (seen at
+    one run at a time: a step in ten went out as a transaction of its own)."""
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, thread):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await asyncio.sleep(0)
+        lent = sink.lend()  # the previous step's checkpoint write takes a
+        assert lent is not None
+        sink.put(EventDraft("node.updated", {"node": "b"}))
+        sink.step_over()
+        await asyncio.sleep(0.05)
+        await pg.append(lease, lent)  # what the carrier stored, then it settles
+        sink.settle(lent, 3)
+        await asyncio.sleep(0.1)
+        assert sink.writes == 0  # b still waits for its step's checkpoint
+        await _checkpoint(pg, lease, sink, thread)
+        assert (sink.carried, sink.writes) == (2, 0)
+        assert (await _types(pg, lease.run_id))[-2:] == [(3, "node.updated"), (4, "node.updated")]
+
+
+async def test_a_live_event_ends_the_wait_for_a_checkpoint(pg: PostgresStore) -> None:
+    async with _sink(pg, 0.02, due_hold=30.0) as (sink, lease, _):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await asyncio.sleep(0.1)
+        sink.put(EventDraft("custom", {"n": 1}))  # the next step's, watched live
+        await _until(lambda: sink.writes == 1)
+        assert (await _types(pg, lease.run_id))[-2:] == [(3, "node.updated"), (4, "custom")]
+
+
+async def test_without_a_due_hold_a_finished_step_keeps_the_plain_window(
+    pg: PostgresStore,
+) -> None:
+    """Durability "exit": no checkpoint follows a step, so nothing waits for one."""
+    async with _sink(pg, 0.05) as (sink, lease, _):
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        sink.step_over()
+        await _until(lambda: sink.writes == 1)
+        assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
+
+
+async def test_a_carrier_without_the_lease_is_refused_whole(pg: PostgresStore) -> None:
+    """The carried append is the write's fence: a holder that lost its lease stores
+    neither the events nor the checkpoint, and gets LeaseLost, as with the plain fence."""
+    async with _sink(pg, 30.0) as (sink, lease, thread):
+        async with pg.pool.connection() as conn:  # another worker took the run over
+            await conn.execute(
+                "UPDATE outlast_runs SET lease_epoch = lease_epoch + 1 WHERE id = %s",
+                (lease.run_id,),
+            )
+        sink.put(EventDraft("node.updated", {"node": "a"}))
+        await asyncio.sleep(0)
+        with pytest.raises(LeaseLost, match="no longer held"):
+            await _checkpoint(pg, lease, sink, thread)
+        assert sink.carried == 0
+        assert await _types(pg, lease.run_id) == [(1, "run.created"), (2, "run.started")]
+        async with pg.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread,)
+            )
+            assert (await cur.fetchone() or {}).get("n") == 0
 
 
 async def test_a_failed_carrier_gives_the_events_back_in_order(pg: PostgresStore) -> None:

@@ -37,9 +37,13 @@ class _Sink:
     """What the translator hands the run's event sink, in order."""
 
     drafts: list[EventDraft] = field(default_factory=list)
+    steps_over: list[int] = field(default_factory=list)  # len(drafts) at each step_over
 
     def put(self, draft: EventDraft) -> None:
         self.drafts.append(draft)
+
+    def step_over(self) -> None:
+        self.steps_over.append(len(self.drafts))
 
     @property
     def types(self) -> list[str]:
@@ -81,6 +85,27 @@ def test_an_update_is_one_node_updated_naming_the_task_that_made_it() -> None:
         {"node": "plan", "ns": "", "update": {"steps": ["b"]}, "task": "t2"},
     ]
     assert sink.types == [EventType.NODE_UPDATED] * 2
+
+
+def _task_ended(task_id: str, name: str, ns: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "tasks", "ns": ns, "data": {"id": task_id, "name": name, "result": {}}}
+
+
+def test_the_sink_is_told_when_a_root_step_is_over_and_its_checkpoint_is_next() -> None:
+    """Only once no task of the root graph is in flight: a sibling still running holds
+    the step's checkpoint back, and a subgraph may write none."""
+    translator, sink = _translator()
+    translator.feed(_task_started("t1", "a"))
+    translator.feed(_task_started("t2", "b"))
+    translator.feed(_task_started("s1", "inner", ns=("b:t2",)))
+    translator.feed(_updates("a", {"x": 1}))
+    translator.feed(_task_ended("t1", "a"))
+    assert sink.steps_over == []  # b is still running
+    translator.feed(_task_ended("s1", "inner", ns=("b:t2",)))
+    assert sink.steps_over == []  # a subgraph's step
+    translator.feed(_updates("b", {"x": 2}))
+    translator.feed(_task_ended("t2", "b"))
+    assert sink.steps_over == [2]  # after b's node.updated
 
 
 async def test_tokens_are_coalesced_per_message_and_flushed_before_the_next_event() -> None:

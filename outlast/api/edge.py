@@ -79,11 +79,16 @@ def checked_key(key: str | None) -> str | None:
     return key
 
 
-async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
+def run_key(run_id: str) -> str:
+    """A run id as the store and its notifications spell it; anything else is no run."""
     try:
-        uuid.UUID(run_id)
+        return str(uuid.UUID(run_id))
     except ValueError:
         raise RunNotFound(f"no run {run_id!r}") from None
+
+
+async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
+    run_key(run_id)
     run = await ctx.store.get_run(run_id)
     if run is None or run.principal != ctx.principal:
         # Another principal's run does not exist, as far as this caller can tell.
@@ -113,7 +118,9 @@ async def admit(ctx: AppContext, thread_id: str | None, key: str | None) -> None
 # -- as FastAPI dependencies: what a route declares it needs -----------------------------
 
 
-def _request_ctx(request: Request) -> AppContext:
+# The dependencies are coroutines, though none awaits: FastAPI runs a plain function
+# dependency in a worker thread, a thread hop per request for nothing.
+async def _request_ctx(request: Request) -> AppContext:
     return ctx_of(request)
 
 
@@ -133,7 +140,7 @@ async def _run_of(ctx: Ctx, run_id: Annotated[str, RUN_ID]) -> Run:
 RunOf = Annotated[Run, Depends(_run_of)]
 
 
-def _idempotency_key(
+async def _idempotency_key(
     idempotency_key: Annotated[
         str | None,
         # Declared, not enforced by FastAPI: a malformed key stays a 400 (BadHeader).
@@ -155,7 +162,7 @@ def list_cursor(run: Run) -> str:
     return _encode_cursor(run.pos)
 
 
-def _decode_cursor(
+async def _decode_cursor(
     cursor: Annotated[
         str | None,
         Query(max_length=100, description="a next_cursor this server returned"),

@@ -12,6 +12,7 @@ from sse_starlette import EventSourceResponse
 
 from outlast.api.document import declared
 from outlast.api.edge import (
+    RUN_ID,
     Ctx,
     IdempotencyKey,
     ListCursorParam,
@@ -19,6 +20,7 @@ from outlast.api.edge import (
     admit,
     get_run_or_404,
     list_cursor,
+    run_key,
 )
 from outlast.api.native import accepted, location, run_request, snapshot
 from outlast.api.schemas import _ID, CancelRequest, RunCreate, RunPage, RunSnapshot
@@ -152,15 +154,16 @@ async def cancel_run(
 )
 async def run_result(
     ctx: Ctx,
-    run: RunOf,
+    run_id: Annotated[str, RUN_ID],
     wait: Annotated[float, Query(ge=0, description="seconds to wait for the end")] = 0,
 ) -> JSONResponse:
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
     deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
-    # Watch, then read again, so a status change between the two is not missed.
-    with ctx.store.hub.watch(STATUS, run.id) as changed:
-        run = await get_run_or_404(ctx, run.id)
+    # Watch, then read, so a status change between the two is not missed (the run is
+    # read here rather than by RunOf, which would read it once more before the watch).
+    with ctx.store.hub.watch(STATUS, run_key(run_id)) as changed:
+        run = await get_run_or_404(ctx, run_id)
         while not run.terminal:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

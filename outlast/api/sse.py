@@ -59,7 +59,7 @@ def parse_cursor(last_event_id: str | None, after: str | None) -> int:
     return int(raw)
 
 
-def _cursor(
+async def _cursor(  # a coroutine: FastAPI runs a plain function in a thread
     after: Annotated[str | None, Query(description="resume after this seq", **CURSOR)] = None,
     last_event_id: Annotated[str | None, Header(**CURSOR)] = None,
 ) -> int:

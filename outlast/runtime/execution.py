@@ -68,7 +68,7 @@ from outlast.runtime.outcomes import (
 )
 from outlast.runtime.policy import Action, Complete, Park, RunPolicy
 from outlast.runtime.recovery import logged_tasks, missing_updates
-from outlast.runtime.sink import EventSink, SinkClosed
+from outlast.runtime.sink import DUE_HOLD, EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
@@ -143,6 +143,8 @@ class Execution:
             ),
             max_bytes=self.settings.max_event_bytes,
             carry_window=self.settings.event_carry_window if self.store.carries_events else 0,
+            # a finished step's checkpoint follows it unless the run saves only at its exit
+            due_hold=0.0 if self._durability() == "exit" else DUE_HOLD,
         )
         self._sink = sink
         self.policy.attach(sink)
@@ -201,6 +203,10 @@ class Execution:
             translator.close()
             await activity.close()
             await sink.close()
+
+    def _durability(self, options: RunOptions | None = None) -> str:
+        options = options or RunOptions.of(self.run)
+        return options.durability or self.settings.durability
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
         run = self.run
@@ -264,7 +270,7 @@ class Execution:
                 stream_mode=options.stream_modes(),
                 subgraphs=True,
                 version="v2",
-                durability=options.durability or self.settings.durability,
+                durability=self._durability(options),
                 control=self.control,
                 **options.astream_kwargs(),
             )

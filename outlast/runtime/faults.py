@@ -10,10 +10,11 @@ only the first time in this process (a transient error).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 
-from outlast.config import FaultSettings
+from outlast.config import fault_spec
 
 ENV = "OUTLAST_FAULTS"
 
@@ -39,8 +40,13 @@ class InjectedFault(RuntimeError):
 
 
 def _modes() -> dict[str, str]:
+    return _parsed(fault_spec())
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(spec: str) -> dict[str, str]:
     modes: dict[str, str] = {}
-    for entry in FaultSettings().faults.split(","):
+    for entry in spec.split(","):
         name, _, mode = entry.strip().partition(":")
         if name:
             modes[name] = mode or KILL

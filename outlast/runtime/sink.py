@@ -16,6 +16,12 @@ step (``node.updated``, or a kept ``stream`` part) for up to ``carry_window`` se
 for the next checkpoint write to take; a batch without one (custom events, model
 deltas: what a client watches live) is written at once. One write of the run's events
 is in flight at a time, the sink's own or a lent one, so seqs keep the order of ``put``.
+
+The window is wall time, and on a busy event loop (many runs in one process) the step's
+checkpoint write comes later than that: every step's events then went out on their own,
+one transaction more per step just when the database was busiest. So once the step is
+over (``step_over``: no task of the root graph left in flight, so its checkpoint write
+is next), the hold lasts until that write takes the events, or ``due_hold`` at most.
 """
 
 from __future__ import annotations
@@ -36,6 +42,11 @@ _RETRIES = 5
 # Events that end a step: a checkpoint write follows them closely (``stream``: the state
 # after a step a LangGraph client asked for, emitted as the next step's writes go out).
 _STEP_ENDS = frozenset({EventType.NODE_UPDATED, EventType.STREAM})
+# The longest a finished step's events wait for its checkpoint write: far more than a
+# step's bookkeeping takes even with a hundred runs on one loop, and short enough that a
+# write that never comes (a graph that stopped between the step and its checkpoint
+# without a flush) delays a live client by no more than this.
+DUE_HOLD = 1.0
 
 
 class SinkClosed(Exception):
@@ -50,6 +61,7 @@ class EventSink:
         on_error: Callable[[BaseException], None],
         max_bytes: int = 256_000,
         carry_window: float = 0.0,
+        due_hold: float = 0.0,
     ) -> None:
         self._max_bytes = max_bytes
         self._store = store
@@ -60,8 +72,14 @@ class EventSink:
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = False  # a write of this run's events is in flight (own or lent)
-        self._carried = asyncio.Event()  # a lent batch was settled (or the hold is cut)
+        self._changed = asyncio.Event()  # what a hold waits on: a put, lend, settle, flush
+        self._cut = False  # someone waits for the events (flush): no holding back
         self.carry_window = carry_window
+        # How long the events of a finished step wait for its checkpoint write at most:
+        # a safety net, the write follows the step however loaded the loop; 0 when none
+        # follows (durability "exit", or no carrying at all).
+        self.due_hold = due_hold if carry_window > 0 else 0.0
+        self._due = False  # the pending events end a step that is over
         self.error: BaseException | None = None
         self.last_seq = 0
         self.writes = 0  # the sink's own appends
@@ -74,10 +92,20 @@ class EventSink:
         self._buffer.append(_bounded(draft, self._max_bytes))
         self._idle.clear()
         self._wake.set()
+        self._changed.set()
+
+    def step_over(self) -> None:
+        """The step the pending events end is over: its checkpoint write comes next, so
+        they wait for it (``due_hold`` at most) however long a busy loop takes."""
+        if self.due_hold > 0 and self._ends_step():
+            self._due = True
+            self._changed.set()
 
     async def flush(self) -> None:
         """Wait until everything put so far is stored (or the sink failed)."""
-        self._carried.set()  # no holding back what someone waits for
+        if not self._idle.is_set():
+            self._cut = True  # no holding back what someone waits for
+            self._changed.set()
         await self._idle.wait()
         if self.error is not None:
             raise self.error
@@ -98,7 +126,9 @@ class EventSink:
         if self._busy or not self._buffer or self.error is not None:
             return None
         self._busy = True
+        self._due = False
         batch, self._buffer = self._buffer, []
+        self._changed.set()
         return batch
 
     def settle(self, batch: list[EventDraft], seq: int | None) -> None:
@@ -108,14 +138,15 @@ class EventSink:
         self._busy = False
         if seq is None:
             self._buffer[:0] = batch
+            self._cut = True  # write them now (or fail on them), no more waiting
         else:
             self.last_seq = seq
             self.carried += 1
-            self._carried.set()
+        self._changed.set()
         if self._buffer:
             self._wake.set()
         else:
-            self._idle.set()
+            self._set_idle()
 
     # -- the sink's own writes ---------------------------------------------------------
 
@@ -124,29 +155,55 @@ class EventSink:
             await self._wake.wait()
             self._wake.clear()
             if self.carry_window > 0 and self._ends_step():
-                self._carried.clear()
-                # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that
-                # arrives as the wait completes (close() does both), and the task hangs
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.carry_window):
-                        await self._carried.wait()
+                await self._hold()
             while self._buffer and not self._busy:
                 self._busy = True
+                self._due = False
                 batch, self._buffer = self._buffer, []
                 try:
                     self.last_seq = await self._write(batch)
                 except Exception as exc:
                     self.error = exc
-                    self._idle.set()
+                    self._set_idle()
                     self._on_error(exc)
                     return
                 finally:
                     self._busy = False
             if not self._buffer and not self._busy:
-                self._idle.set()
+                self._set_idle()
+
+    def _set_idle(self) -> None:
+        self._cut = False
+        self._idle.set()
+
+    async def _hold(self) -> None:
+        """Until a checkpoint write took the pending events, or they should wait no more:
+        a flush, the window gone by (unless their step is over and they are all step
+        events: then ``due_hold`` more). Conditions are looked at again at every put,
+        lend, settle and flush; a lent write of earlier events settling is not this
+        batch being carried."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while self._buffer and not self._cut:
+            limit = start + self.carry_window
+            if self._due and not self._live():
+                limit += self.due_hold
+            if loop.time() >= limit:
+                return
+            self._changed.clear()
+            # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that arrives
+            # as the wait completes (close() does both), and the task hangs
+            try:
+                async with asyncio.timeout_at(limit):
+                    await self._changed.wait()
+            except TimeoutError:
+                return
 
     def _ends_step(self) -> bool:
         return any(d.type in _STEP_ENDS for d in self._buffer)
+
+    def _live(self) -> bool:
+        return any(d.type not in _STEP_ENDS for d in self._buffer)
 
     async def _write(self, batch: list[EventDraft]) -> int:
         delay = 0.05

@@ -136,6 +136,10 @@ class Translator:
                 waiting.remove(str(data.get("id")))
             metrics.STEP_DURATION.labels(node=name).observe(time.monotonic() - began)
             tracing.end_node(span, data.get("error"))
+            if not ns and not any(k.startswith("|") for k in self._steps):
+                # the root graph's step is over: its checkpoint write is next (a
+                # subgraph's may have none, so its events keep the plain window)
+                self._sink.step_over()
         if self._activity is not None:
             self._activity.end(key)
 

@@ -221,7 +221,8 @@ class Store(abc.ABC):
         """End the run in a terminal ``status`` with the caller's terminal ``event``,
         ``result`` and ``error``; returns the event's seq. Fenced. Drops the lease and
         the activity, and settles the run's waits (answered → resumed, open →
-        withdrawn). Notifies EVENTS, STATUS, and QUEUE (the thread's next run may go)."""
+        withdrawn). Notifies EVENTS, STATUS, and QUEUE only when a run of the thread is
+        queued behind it (that one may go now; nothing else became claimable)."""
 
     @abc.abstractmethod
     async def release(self, lease: Lease, reason: str) -> int:

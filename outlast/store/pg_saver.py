@@ -12,7 +12,10 @@ connections:
   that wakes up again cannot add a checkpoint (or the pending writes a successor would
   take for finished tasks) to a thread another worker now owns: the reaper selects
   expired runs ``FOR UPDATE SKIP LOCKED``, which skips a run while a checkpoint of its
-  holder is in flight, and any later write of the old holder is refused.
+  holder is in flight, and any later write of the old holder is refused. A write that
+  carries the run's events starts with their append instead, which is the fence too:
+  it updates the run row under the same lease condition (a stronger lock, which the
+  reaper skips as well) and calls ``outlast_fence()`` to raise when it matched nothing.
 
 Why no BEGIN/COMMIT: in a pipeline every statement up to the Sync (psycopg sends one
 when the pipeline block ends) runs in one implicit transaction, committed at the Sync
@@ -23,18 +26,35 @@ write (about 400 µs of client CPU per write against 650 µs for the earlier ver
 transaction around the pipeline whose fence was read back before COMMIT: bench/profile.py
 showed the checkpoint writes as the largest cost of a step). The saver's write methods
 read no result inside the block, so no Sync splits the transaction.
+
+One change to ``aput``: upstream serializes the checkpoint's blobs (in a thread) inside
+its cursor block, so the pooled connection, with the fence's transaction open on the
+server, was held across a thread hop and the event loop's turn to come back to it. With
+many runs on one loop that turn is long, and a pool of 20 connections for 50 runs
+queued (bench/profile.py at 50 in flight). Here the blobs are serialized first, as
+upstream's ``aput_writes`` already does, and the connection is held for the I/O only.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
@@ -44,7 +64,8 @@ _FENCE = "SELECT outlast_fence(%s, %s, %s)"
 _FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
 
 
-# The store's fenced append: (statement, parameters) for a lease and a batch.
+# The store's append for a lease and a batch as (statement, parameters): a statement
+# that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
 AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
 
 
@@ -61,6 +82,57 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         self.lease = lease
         self.events = events if lease is not None and append is not None else None
         self.append = append
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Upstream's ``aput`` (langgraph-checkpoint-postgres 3.2), its blobs serialized
+        before the connection is taken rather than while it is held."""
+        configurable = config["configurable"].copy()
+        thread_id = configurable.pop("thread_id")
+        checkpoint_ns = configurable.pop("checkpoint_ns")
+        checkpoint_id = configurable.pop("checkpoint_id", None)
+        copy = checkpoint.copy()
+        copy["channel_values"] = copy["channel_values"].copy()
+        # primitive values stay inline in the checkpoint row, the others go to blobs
+        blob_values = {}
+        for k, v in checkpoint["channel_values"].items():
+            if isinstance(v, _DeltaSnapshot):
+                blob_values[k] = copy["channel_values"].pop(k)
+                copy["channel_values"][k] = True
+            elif not (v is None or isinstance(v, str | int | float | bool)):
+                blob_values[k] = copy["channel_values"].pop(k)
+        blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
+        blobs = (
+            await asyncio.to_thread(
+                self._dump_blobs, thread_id, checkpoint_ns, blob_values, blob_versions
+            )
+            if blob_versions
+            else None
+        )
+        row = (
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            checkpoint_id,
+            Jsonb(copy),
+            Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+        )
+        async with self._cursor(pipeline=True) as cur:
+            if blobs:
+                await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
+            await cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -80,10 +152,11 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                         conn.pipeline(),
                         conn.cursor(binary=True, row_factory=dict_row) as cur,
                     ):
-                        if lease is not None:
-                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                         if batch and lease is not None and self.append is not None:
+                            # the carried append fences the write itself (queries.sql)
                             await carried.execute(*self.append(lease, batch))
+                        elif lease is not None:
+                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                         yield cur
                     if batch:  # the pipeline is synced: the append's row is here
                         row = await carried.fetchone()

@@ -154,7 +154,7 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     def checkpointer(
         self, lease: Lease | None = None, events: EventLender | None = None
     ) -> AsyncPostgresSaver:
-        return FencedPostgresSaver(self.pool, lease, events, self._append_statement)
+        return FencedPostgresSaver(self.pool, lease, events, self._carried_statement)
 
     async def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -233,9 +233,8 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
     def _append_statement(
         self, lease: Lease, events: Sequence[EventDraft]
     ) -> tuple[str, dict[str, Any]]:
-        """The fenced append as a statement and its parameters, for ``append`` and for a
-        checkpoint write that carries the events (pg_saver.py). It returns the last seq,
-        or no row when the lease is not held."""
+        """The fenced append as a statement and its parameters. It returns the last
+        seq, or no row when the lease is not held."""
         params = {
             **self._lease_params(lease),
             "n": len(events),
@@ -243,6 +242,14 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             "datas": [dumps(e.data) for e in events],
         }
         return self._q["append"], params
+
+    def _carried_statement(
+        self, lease: Lease, events: Sequence[EventDraft]
+    ) -> tuple[str, dict[str, Any]]:
+        """The append a checkpoint write carries: the same, and also the write's fence
+        (it raises when the lease is not held)."""
+        _, params = self._append_statement(lease, events)
+        return self._q["carried_append"], params
 
     async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
         if not events:

@@ -343,6 +343,9 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                 row = await cur.fetchone()
             if row is None:
                 raise LeaseLost.of(lease.run_id, lease.epoch)
+            # a finish makes a run claimable only if one is queued behind it on the thread
+            # (queries.sql); a release requeues this one
+            claimable = name != "finish" or bool(row["successor"])
             seq: int = row["last_seq"]
             if event is None:  # release: the event depends on the status it ended in
                 cancelled = row["status"] == RunStatus.CANCELLED
@@ -356,6 +359,8 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                     await cur.fetchall()
         self.hub.publish(EVENTS, lease.run_id)
         self.hub.publish(STATUS, lease.run_id)
+        if claimable:
+            self.hub.publish(QUEUE, lease.run_id)
         return seq
 
     async def finish(
@@ -377,13 +382,10 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             },
             event,
         )
-        self.hub.publish(QUEUE, lease.run_id)  # the thread's next run may go now
         return seq
 
     async def release(self, lease: Lease, reason: str) -> int:
-        seq = await self._end(lease, "release", {}, None, reason)
-        self.hub.publish(QUEUE, lease.run_id)
-        return seq
+        return await self._end(lease, "release", {}, None, reason)
 
     async def request_cancel(self, run_id: str, reason: str) -> Run | None:
         async with self._tx() as conn:

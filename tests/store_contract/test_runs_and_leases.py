@@ -257,9 +257,21 @@ async def test_finish_ends_the_run_and_wakes_its_followers(store: Store, notes: 
     assert final is not None and final.status == RunStatus.FAILED and final.terminal
     assert final.error == {"type": "boom"} and final.worker_id is None
     assert final.lease_expires_at is None and final.last_seq == seq
-    assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
+    # nothing queued behind it on its thread: no worker is woken to claim nothing
+    assert await notes.take() == notes_of(run.id, EVENTS, STATUS)
     with pytest.raises(LeaseLost):  # a finished run takes no more writes, even from its holder
         await store.append(lease, [EventDraft(EventType.CUSTOM, {})])
+
+
+async def test_finish_wakes_the_queue_for_the_threads_next_run(store: Store, notes: Notes) -> None:
+    run, lease = await claimed(store)
+    behind, _ = await store.create_run(new_run(thread_id=run.thread_id))
+    assert await store.claim("w2", 30, 10) == []  # one active run per thread
+    await notes.take()
+    await store.finish(lease, RunStatus.COMPLETED, EventDraft(EventType.RUN_COMPLETED, {}))
+    assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
+    (next_run,) = await store.claim("w2", 30, 10)
+    assert next_run.id == behind.id
 
 
 async def test_release_requeues_without_counting_the_attempt(store: Store, notes: Notes) -> None:

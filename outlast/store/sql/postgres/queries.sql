@@ -110,6 +110,28 @@ SELECT max(seq) AS seq,
        pg_notify('outlast_events', %(run_id)s::text || ':' || max(seq)) AS notified
 FROM ins HAVING count(*) > 0;
 
+-- name: carried_append
+-- The append a checkpoint write carries, as the first statement of its pipeline: it is
+-- the write's fence too. When the lease is not held the UPDATE matches nothing and
+-- outlast_fence() raises (OL001, as it would have as a statement of its own), so the
+-- whole pipeline rolls back; one statement and one row lock fewer per step.
+WITH r AS (
+    UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
+    WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+      AND status IN ('running', 'cancelling')
+    RETURNING last_seq
+), ins AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT %(run_id)s::uuid, r.last_seq - %(n)s + e.ord, e.type, e.data::jsonb
+    FROM r, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e (type, data, ord)
+    RETURNING seq
+)
+SELECT (SELECT last_seq FROM r) AS seq,
+       CASE WHEN EXISTS (SELECT 1 FROM r)
+            THEN pg_notify('outlast_events', %(run_id)s::text || ':' || (SELECT last_seq FROM r))
+            ELSE outlast_fence(%(run_id)s::uuid, %(worker_id)s, %(epoch)s) END AS fenced
+FROM (SELECT count(*) FROM ins) AS written;
+
 -- name: finish
 WITH r AS (
     UPDATE outlast_runs
@@ -118,7 +140,7 @@ WITH r AS (
         updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
-    RETURNING id, last_seq
+    RETURNING id, last_seq, thread_id
 ), settled AS (
     UPDATE outlast_waits
     SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
@@ -128,10 +150,15 @@ WITH r AS (
     SELECT id, last_seq, %(type)s, %(data)s::jsonb FROM r
     RETURNING run_id, seq
 )
+-- The queue hears of it only when the thread has a run queued behind this one: nothing
+-- else becomes claimable (a worker's own freed slot needs no notification), and every
+-- worker woken for nothing would run a claim statement, one more per run.
 SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
-       pg_notify('outlast_queue', run_id::text) AS n2,  -- the thread's next run may go now
+       CASE WHEN EXISTS (SELECT 1 FROM outlast_runs o
+                         WHERE o.thread_id = r.thread_id AND o.status = 'queued')
+            THEN pg_notify('outlast_queue', run_id::text) END AS n2,
        pg_notify('outlast_status', run_id::text) AS n3
-FROM ins;
+FROM ins, r;
 
 -- name: release
 WITH r AS (

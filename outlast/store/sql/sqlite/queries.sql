@@ -95,7 +95,10 @@ SET status = :status, result = :result, error = :error, worker_id = NULL,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
-RETURNING id, last_seq, status;
+RETURNING id, last_seq, status,
+          -- the queue hears of it only if the thread has a run queued behind (see Postgres)
+          EXISTS (SELECT 1 FROM outlast_runs o
+                  WHERE o.thread_id = outlast_runs.thread_id AND o.status = 'queued') AS successor;
 
 -- name: release
 UPDATE outlast_runs
