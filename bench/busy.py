@@ -16,15 +16,9 @@ import os
 from pathlib import Path
 
 from benchkit import cpu_seconds, process_tree
+from peerkit import machine_busy_seconds
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 BUSY_CORES = 0.2
-
-
-def machine_busy_seconds() -> float:
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / _TICKS
 
 
 def _ours(prefix: str) -> dict[int, float]:

@@ -33,6 +33,7 @@ from benchkit import (
 )
 
 PEERS = BENCH / "peers"
+_TICKS = os.sysconf("SC_CLK_TCK")
 PEER_GRAPHS = PEERS / "langgraph.json"
 TERMINAL = frozenset({"success", "error", "timeout", "interrupted"})
 
@@ -100,6 +101,13 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent busy since boot (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / _TICKS
+
+
 def redis_pid() -> int | None:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -132,14 +140,23 @@ class TreeCpu:
 
     def start(self) -> TreeCpu:
         self.before = self._sample()
+        self.machine = machine_busy_seconds()
+        self.client = time.process_time()
+        self.began = time.monotonic()
         return self
 
     def stop(self) -> dict[str, float]:
+        """CPU seconds per part, with ``client`` (this process: the SDK) and ``machine``
+        (every core's busy time, anything's): what the parts leave of the machine is
+        what a second server process could have had."""
         after = self._sample()
         used = {}
         for part, now in after.items():
             then = self.before[part]
             used[part] = sum(t - then.get(pid, 0.0) for pid, t in now.items())
+        used["client"] = time.process_time() - self.client
+        used["machine"] = machine_busy_seconds() - self.machine
+        used["elapsed"] = time.monotonic() - self.began
         return used
 
 

@@ -70,9 +70,9 @@ SIZES: list[tuple[str, Any, Any, str]] = [
     ("repeat", 3, 1, "repetitions of the speed section; figures are their medians"),
     ("runs_per_level", 3, 2, "speed: runs per repetition = this × the level (at least --runs-min)"),
     ("runs_min", 20, 10, "speed: the fewest runs of a level"),
-    ("cell_cap", 10.0, 5.0, "speed: seconds after which a level starts no more runs"),
-    ("stream_samples", 10, 3, "speed: first-event samples per peer and repetition"),
-    ("parked", 1000, 200, "memory: runs waiting at an interrupt"),
+    ("cell_cap", 10.0, 3.0, "speed: seconds after which a level starts no more runs"),
+    ("stream_samples", 10, 2, "speed: first-event samples per peer and repetition"),
+    ("parked", 1000, 100, "memory: runs waiting at an interrupt"),
     ("parked_cap", 120.0, 45.0, "memory: seconds after which no more runs are parked"),
     ("fault_delay", 3.0, 3.0, "faults: seconds the runs keep working after their effect"),
     ("fault_wait", 90.0, 75.0, "faults: seconds to watch the runs after the restart"),
@@ -88,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small sizes, one repetition (< 5 min)")
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SECTIONS)}")
     p.add_argument("--peers", help=f"comma-separated subset of: {', '.join(ALL_PEERS)}")
-    p.add_argument("--levels", default="1,10,50,200", help="speed: runs in flight")
+    p.add_argument("--levels", help="speed: runs in flight (default 1,10,50,200; --quick 1,10,50)")
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite peers.md")
     for name, full, quick, text in SIZES:
         flag = "--" + name.replace("_", "-")
@@ -97,7 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name, full, quick, _ in SIZES:
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
-    args.levels = [int(x) for x in args.levels.split(",")]
+    levels = args.levels or ("1,10,50" if args.quick else "1,10,50,200")
+    args.levels = [int(x) for x in levels.split(",")]
     args.only = args.only.split(",") if args.only else list(SECTIONS)
     args.peers = args.peers.split(",") if args.peers else list(ALL_PEERS)
     for given, known in ((args.only, SECTIONS), (args.peers, ALL_PEERS)):

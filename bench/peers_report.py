@@ -65,6 +65,16 @@ def speed_rows(speed: dict[str, Any], peers: list[str]) -> list[list[str]]:
                 f"{_num(sum(parts))} ms ({' + '.join(_num(x) for x in parts)})" if c else "—"
             )
         rows.append(row)
+    for level in speed["levels"]:
+        row = [f"cores busy (the machine's 2: anything's), `runs.wait`, {level} in flight"]
+        for p in peers:
+            c = _cell(speed, p, "wait", level)
+            row.append(
+                f"{_num(c.get('machine_cores'), 2)} (client {_num(c.get('cpu_client_ms'))} ms/run)"
+                if c
+                else "—"
+            )
+        rows.append(row)
     row = ["first streamed event after create, p50 / p99"]
     for p in peers:
         f = speed["peers"].get(p, {}).get("first_event_ms", {})

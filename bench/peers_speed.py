@@ -111,7 +111,12 @@ async def measure(opts: Any, peers: list[Peer]) -> dict[str, Any]:
                             "p99_ms": r(pct(ms, 99), 1),
                             "completed": len(ms),
                             "failed": failed,
-                            **{f"cpu_{k}_ms": r(1000 * v / done) for k, v in used.items()},
+                            **{
+                                f"cpu_{k}_ms": r(1000 * used[k] / done)
+                                for k in ("server", "postgres", "redis", "client")
+                            },
+                            # cores busy, anything's: 2.0 is all of this machine
+                            "machine_cores": r(used["machine"] / used["elapsed"]),
                         }
                     )
                     print(
