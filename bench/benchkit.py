@@ -354,6 +354,31 @@ def process_tree(root: int) -> list[int]:
     return found
 
 
+def kill_tree(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process, its process group and every descendant that left the group, at
+    once, as a machine that loses power; returns when none of them runs."""
+    victims = process_tree(proc.pid) if proc.poll() is None else []
+    if victims:  # only while the leader lives: a reaped pid may be someone else's now
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(p) for p in victims):
+        time.sleep(0.05)  # children reparented to init, reaped there
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (this machine's init may reap late)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
 def postgres_pids(database: str) -> list[int]:
     """The Postgres backends connected to ``database`` (a backend's process title names its
     database), so that other users of the same server are not counted."""

@@ -55,7 +55,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-from benchkit import Process, free_port
+from benchkit import Process, free_port, kill_tree, process_tree
 
 AEGRA_VERSION = "0.11.0"
 _KEEP_ENV = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR")
@@ -108,41 +108,6 @@ def ensure_aegra(root: Path) -> Path:
             lines = (done.stdout + done.stderr).strip().splitlines()[-2:]
             raise PeerUnavailable("installing Aegra failed: " + " | ".join(x[:150] for x in lines))
     return python
-
-
-def _ppids() -> dict[int, int]:
-    out = {}
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            text = Path(stat).read_text()
-            out[int(stat.split("/")[2])] = int(text[text.rindex(")") + 2 :].split()[1])
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it now (from /proc/*/stat, no psutil)."""
-    children: dict[int, list[int]] = {}
-    for child, parent in _ppids().items():
-        children.setdefault(parent, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo += children.get(current, [])
-    return found
-
-
-def redis_pid(redis_url: str = "redis://127.0.0.1:6379") -> int | None:
-    """The redis-server serving ``redis_url`` (its title names the port), for CPU accounting;
-    the only redis-server when no title matches."""
-    port = urlsplit(redis_url).port or 6379
-    servers: list[tuple[int, str]] = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "redis-server":
-                servers.append((int(entry.name), (entry / "cmdline").read_bytes().decode()))
-    matching = [pid for pid, title in servers if f":{port}" in title]
-    return matching[0] if matching else servers[0][0] if len(servers) == 1 else None
 
 
 class Aegra(Process):
@@ -218,21 +183,11 @@ class Aegra(Process):
 
     def pids(self) -> list[int]:
         """The server process and all its descendants now."""
-        return descendants(self.pid) if self.proc.poll() is None else []
+        return process_tree(self.pid) if self.proc.poll() is None else []
 
     def kill_all(self) -> None:
         """SIGKILL the process group and every descendant at once, and wait for them."""
-        victims = self.pids()
-        if victims:  # only while the leader lives: a reaped pid may be someone else's now
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in victims):
-            time.sleep(0.05)  # children of ours reparented to init, reaped there
+        kill_tree(self.proc)
 
     def stop(self, grace: float = 45.0) -> None:
         """SIGTERM: Aegra drains in-flight runs up to ``WORKER_DRAIN_TIMEOUT`` (30 s), then

@@ -15,7 +15,6 @@ import collections
 import contextlib
 import os
 import re
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from benchkit import (
     BENCH,
     cpu_seconds,
     free_port,
+    kill_tree,
     postgres_pids,
     process_tree,
     rss_bytes,
@@ -64,21 +64,10 @@ class Peer:
         return process_tree(self.proc.pid) if self.proc is not None else []
 
     def kill(self) -> None:
-        """SIGKILL to its whole process group and to every descendant that left it, then
-        reap: nothing of it runs when this returns."""
-        if self.proc is None:
-            return
-        pids = self.pids()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.proc.wait()
-        deadline = time.monotonic() + 10
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.proc.log.close()
+        """SIGKILL to every process of it; nothing of it runs when this returns."""
+        if self.proc is not None:
+            kill_tree(self.proc.proc)
+            self.proc.log.close()
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -91,14 +80,6 @@ class Peer:
             with contextlib.suppress(OSError, RuntimeError):
                 total += rss_bytes(pid)
         return total
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def machine_busy_seconds() -> float:
