@@ -244,6 +244,14 @@ def memory_rows_block(memory: dict[str, Any], peers: list[str]) -> list[str]:
 
 
 HOW = """\
+- **Reading it.** Aegra (in its Redis mode, the one that recovers runs) learns that a run
+  ended by polling Redis every 2 s in `runs.wait` and `join`, so its rates at 1 and 10 in
+  flight measure that poll; its streams do not poll. After a SIGKILL it takes runs back
+  when their 30 s lease runs out and runs the interrupted node again, side effect
+  included. `langgraph dev` polls its in-memory queue every 0.5 s when idle (about 1 s per
+  run) and has no database to pay for; a SIGKILL loses what was in flight. On this machine
+  the server, Postgres and the client share 2 cores: the `cores busy` row says how much of
+  the machine a figure took, which is what bounds a second process.
 - **The same client, graphs and machine**: every figure comes through `langgraph_sdk` (its
   `LangGraphClient`, with a connection pool as large as the load), against servers of the
   same `bench/peers/langgraph.json`. outlast and Aegra each have their own fresh Postgres
