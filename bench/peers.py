@@ -1,6 +1,6 @@
 """outlast beside the servers people would pick instead, through the same client.
 
-    .venv/bin/python bench/peers.py            # about 15 minutes on 2 cores
+    .venv/bin/python bench/peers.py            # about 17 minutes on 2 cores
     .venv/bin/python bench/peers.py --quick    # under 5 minutes
     .venv/bin/python bench/peers.py --only speed --peers outlast,aegra
 
