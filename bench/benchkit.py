@@ -11,6 +11,7 @@ The other measurements use httpx or the LangGraph SDK, as a user would.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import datetime as dt
@@ -92,6 +93,24 @@ def machine() -> dict[str, Any]:
         "outlast": version("outlast"),
         "load_average_at_start": [r(x) for x in os.getloadavg()],  # 1, 5, 15 minutes
     }
+
+
+# (option, full default, --quick default, help): the sizes of a benchmark's command line
+Size = tuple[str, Any, Any, str]
+
+
+def add_sizes(parser: argparse.ArgumentParser, sizes: Sequence[Size]) -> None:
+    """One option per size; its help gives both defaults."""
+    for name, full, quick, text in sizes:
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=type(full), help=f"{text} (default {full}; --quick {quick})")
+
+
+def apply_sizes(args: argparse.Namespace, sizes: Sequence[Size]) -> None:
+    """A size not given takes its ``--quick`` default or its full one."""
+    for name, full, quick, _ in sizes:
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
 
 
 def now_iso() -> str:

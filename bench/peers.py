@@ -65,8 +65,7 @@ AEGRA_POOLS = {
     "LANGGRAPH_MAX_POOL_SIZE": "10",
 }
 
-# (option, full default, --quick default, help)
-SIZES: list[tuple[str, Any, Any, str]] = [
+SIZES: list[benchkit.Size] = [
     ("repeat", 3, 1, "repetitions of the speed section; figures are their medians"),
     ("runs_per_level", 3, 2, "speed: runs per repetition = this × the level (at least --runs-min)"),
     ("runs_min", 20, 10, "speed: the fewest runs of a level"),
@@ -90,13 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", help=f"comma-separated subset of: {', '.join(ALL_PEERS)}")
     p.add_argument("--levels", help="speed: runs in flight (default 1,10,50,200; --quick 1,10,50)")
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite peers.md")
-    for name, full, quick, text in SIZES:
-        flag = "--" + name.replace("_", "-")
-        p.add_argument(flag, type=type(full), help=f"{text} (default {full}; --quick {quick})")
+    benchkit.add_sizes(p, SIZES)
     args = p.parse_args(argv)
-    for name, full, quick, _ in SIZES:
-        if getattr(args, name) is None:
-            setattr(args, name, quick if args.quick else full)
+    benchkit.apply_sizes(args, SIZES)
     levels = args.levels or ("1,10,50" if args.quick else "1,10,50,200")
     args.levels = [int(x) for x in levels.split(",")]
     args.only = args.only.split(",") if args.only else list(SECTIONS)

@@ -48,8 +48,7 @@ import streaming
 import throughput
 from benchkit import RESULTS, CpuMeter, Outlast, latency_summary, med, r, temp_database
 
-# (option, full default, --quick default, help)
-SIZES: list[tuple[str, Any, Any, str]] = [
+SIZES: list[benchkit.Size] = [
     ("repeat", 3, 1, "repetitions of each measurement; figures are their medians"),
     ("samples", 50, 30, "overhead: latency samples per repetition, for each side"),
     ("warmup", 10, 5, "overhead: warm-up runs per side, not counted"),
@@ -99,13 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="measure nothing: rewrite suite.md from suite.json (after editing the report)",
     )
-    for name, full, quick, text in SIZES:
-        flag = "--" + name.replace("_", "-")
-        p.add_argument(flag, type=type(full), help=f"{text} (default {full}; --quick {quick})")
+    benchkit.add_sizes(p, SIZES)
     args = p.parse_args(argv)
-    for name, full, quick, _ in SIZES:
-        if getattr(args, name) is None:
-            setattr(args, name, quick if args.quick else full)
+    benchkit.apply_sizes(args, SIZES)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.only = args.only.split(",") if args.only else list(SECTIONS)
     unknown = set(args.only) - set(SECTIONS)
