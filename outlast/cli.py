@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from outlast import __version__, logs, processes
+from outlast import __version__, heap, logs, processes
 from outlast.config import Settings
 
 console = Console(stderr=True)
@@ -106,7 +106,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for running in server:
             running.should_exit = True
 
-    app = create_app(settings, with_worker=not args.no_worker, on_worker_failed=worker_failed)
+    app = create_app(
+        settings,
+        with_worker=not args.no_worker,
+        on_worker_failed=worker_failed,
+        settle_heap=True,
+    )
     base = f"http://{settings.host}:{settings.port}"
     if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
         _banner(settings, keys, loopback, base, args.no_worker)
@@ -168,6 +173,7 @@ async def _worker_main(settings: Settings) -> None:
         graphs = GraphRegistry.from_config(settings.graphs_file, settings.graphs)
         graphs.load_all()
         worker = Worker(store, graphs, settings)
+        heap.settle()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)

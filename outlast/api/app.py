@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.types import ASGIApp
 
-from outlast import __version__
+from outlast import __version__, heap
 from outlast.api import console, document, lg, problems
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
@@ -66,9 +66,12 @@ def create_app(
     with_worker: bool = True,
     migrate: bool = True,
     on_worker_failed: Callable[[BaseException], None] | None = None,
+    settle_heap: bool = False,
 ) -> FastAPI:
     """``on_worker_failed``: called if the embedded worker stops by itself (one of its loops
-    kept failing); ``outlast serve`` shuts the server down and exits non-zero on it."""
+    kept failing); ``outlast serve`` shuts the server down and exits non-zero on it.
+    ``settle_heap``: once started, set the heap aside from the garbage collector
+    (``outlast/heap.py``); for a process that serves this app alone."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -94,6 +97,8 @@ def create_app(
         if task is not None:
             task.add_done_callback(worker_ended)
         app.state.ctx = AppContext(s, graphs, settings, worker)
+        if settle_heap:
+            heap.settle()
         try:
             yield
         finally:

@@ -1,6 +1,6 @@
 """In-process fan-out of store notifications.
 
-Postgres delivers ``NOTIFY`` to one listening connection per process, which publishes
+Postgres delivers ``NOTIFY`` to the listening connections of a process, which publish
 here; SQLite publishes here directly after each commit. Readers (SSE streams, the
 worker's claim loop, ``?wait=`` on results) wait on an ``asyncio.Event`` and then read
 the table: a notification only says "look again", it never carries the data. Because
@@ -27,6 +27,8 @@ class Hub:
     def __init__(self) -> None:
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = defaultdict(set)
         self._callbacks: dict[str, list[Callable[[str], None]]] = defaultdict(list)
+        self._watching: dict[str, int] = defaultdict(int)  # watchers per channel, any key
+        self._interest: dict[str, list[Callable[[bool], None]]] = defaultdict(list)
 
     def publish(self, channel: str, key: str = ANY) -> None:
         for k in {(channel, key), (channel, ANY)}:
@@ -35,19 +37,30 @@ class Hub:
         for callback in list(self._callbacks.get(channel, ())):
             callback(key)
 
-    def wake_all(self) -> None:
-        """After a listener reconnect notifications may have been lost: everyone re-reads."""
-        for events in self._waiters.values():
-            for event in events:
-                event.set()
-        for callbacks in list(self._callbacks.values()):
-            for callback in list(callbacks):
-                callback(ANY)
+    def wake(self, channel: str) -> None:
+        """Notifications of ``channel`` may have been lost (a listener connected or
+        reconnected): every reader of it reads again."""
+        for (ch, _), events in self._waiters.items():
+            if ch == channel:
+                for event in events:
+                    event.set()
+        for callback in list(self._callbacks.get(channel, ())):
+            callback(ANY)
+
+    def on_interest(self, channel: str, hook: Callable[[bool], None]) -> Callable[[], None]:
+        """Call ``hook(True)`` when ``channel`` gets its first watcher, ``hook(False)`` when
+        it loses its last: a listener can listen only while someone reads."""
+        self._interest[channel].append(hook)
+        return lambda: self._interest[channel].remove(hook)
 
     @contextmanager
     def watch(self, channel: str, key: str = ANY) -> Iterator[asyncio.Event]:
         event = asyncio.Event()
         self._waiters[(channel, key)].add(event)
+        self._watching[channel] += 1
+        if self._watching[channel] == 1:
+            for hook in list(self._interest.get(channel, ())):
+                hook(True)
         try:
             yield event
         finally:
@@ -56,6 +69,10 @@ class Hub:
                 waiters.discard(event)
                 if not waiters:
                     del self._waiters[(channel, key)]
+            self._watching[channel] -= 1
+            if self._watching[channel] == 0:
+                for hook in list(self._interest.get(channel, ())):
+                    hook(False)
 
     def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], None]:
         self._callbacks[channel].append(callback)

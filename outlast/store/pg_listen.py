@@ -1,10 +1,21 @@
-"""One LISTEN connection per process, feeding the in-process hub.
+"""The LISTEN connections of a process, feeding the in-process hub.
 
 Clients never get a database connection each: however many SSE streams a process
-serves, it listens once. The connection is dedicated (not from the pool) and direct:
-``LISTEN`` does not survive a transaction-pooling PgBouncer. When it drops, it reconnects
-with backoff and wakes every waiter, because notifications sent meanwhile are lost and
-readers must look at the tables again.
+serves, it listens once. The connections are dedicated (not from the pool) and direct:
+``LISTEN`` does not survive a transaction-pooling PgBouncer. When one drops, it reconnects
+with backoff and wakes the readers of its channels, because notifications sent meanwhile
+are lost and readers must look at the tables again.
+
+Two connections, because one channel is not like the others. Queue, status, control and
+waits notifications are few per run and some reader in every process wants them (a worker
+claims, a ``runs.wait`` ends). ``outlast_events`` is sent at every step of every run, and
+only an SSE stream reads it: a listening backend runs a transaction at each wake-up to read
+the notification queue, and the process wakes to parse the payload, for every step of
+every run on the database, followed or not. So the events connection is open only while a
+stream of this process follows a run, and for ``linger`` seconds after the last one ends
+(streams come and go in bursts; a connection costs a round trip or three to open). When it
+starts listening it wakes every stream, which reads the table again: a step written
+before the ``LISTEN`` took hold is read, not missed.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 import psycopg
 
@@ -26,40 +38,79 @@ CHANNELS = {
     "outlast_status": STATUS,
     "outlast_waits": WAITS,
 }
+EVENTS_CHANNEL = "outlast_events"
+ALWAYS = tuple(c for c in CHANNELS if c != EVENTS_CHANNEL)
 
 
 class Listener:
-    def __init__(self, url: str, hub: Hub) -> None:
+    def __init__(self, url: str, hub: Hub, *, linger: float = 30.0) -> None:
         self._url = url
         self._hub = hub
+        self.linger = linger
         self._task: asyncio.Task[None] | None = None
+        self._events: asyncio.Task[None] | None = None
+        self._retire: asyncio.TimerHandle | None = None
         self._ready = asyncio.Event()
-        self.connected = False
+        self._stopped = False
+        self._unhook: Callable[[], None] = lambda: None
+
+    @property
+    def following_events(self) -> bool:
+        """The events connection is open or opening (for tests and the bench)."""
+        return self._events is not None
 
     async def start(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
-        self._task = asyncio.create_task(self._run(), name="outlast-pg-listener")
+        self._task = asyncio.create_task(
+            self._listen(ALWAYS, self._ready.set), name="outlast-pg-listener"
+        )
+        self._unhook = self._hub.on_interest(EVENTS, self._interest)
         async with asyncio.timeout(timeout):
             await self._ready.wait()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        self._stopped = True
+        self._unhook()
+        if self._retire is not None:
+            self._retire.cancel()
+        for task in (self._task, self._events):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._events = None
 
-    async def _run(self) -> None:
+    def _interest(self, watched: bool) -> None:
+        """The hub's EVENTS watchers went from none to some (True) or back (False)."""
+        if self._retire is not None:
+            self._retire.cancel()
+            self._retire = None
+        if self._stopped:
+            return
+        if watched and self._events is None:
+            self._events = asyncio.create_task(
+                self._listen((EVENTS_CHANNEL,), lambda: None), name="outlast-pg-events"
+            )
+        elif not watched and self._events is not None:
+            self._retire = asyncio.get_running_loop().call_later(self.linger, self._close_events)
+
+    def _close_events(self) -> None:
+        self._retire = None
+        if self._events is not None:
+            self._events.cancel()
+            self._events = None
+
+    async def _listen(self, channels: tuple[str, ...], on_ready: Callable[[], None]) -> None:
         backoff = 0.1
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
                     self._url, autocommit=True
                 ) as conn:
-                    for channel in CHANNELS:
+                    for channel in channels:
                         await conn.execute(f"LISTEN {channel}")
-                    self.connected = True
-                    self._ready.set()
-                    self._hub.wake_all()
+                    on_ready()
+                    for channel in channels:
+                        self._hub.wake(CHANNELS[channel])
                     backoff = 0.1
                     async for note in conn.notifies():
                         self._dispatch(note.channel, note.payload)
@@ -67,7 +118,6 @@ class Listener:
                 raise
             except Exception as exc:  # connection lost: retry, never crash the process
                 log.warning("outlast listener disconnected (%s); retrying in %.1fs", exc, backoff)
-            self.connected = False
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
