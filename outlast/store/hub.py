@@ -48,8 +48,9 @@ class Hub:
             callback(ANY)
 
     def on_interest(self, channel: str, hook: Callable[[bool], None]) -> Callable[[], None]:
-        """Call ``hook(True)`` when ``channel`` gets its first watcher, ``hook(False)`` when
-        it loses its last: a listener can listen only while someone reads."""
+        """Call ``hook(True)`` when ``channel`` gets its first watcher or subscriber,
+        ``hook(False)`` when it loses its last: a listener can listen only while someone
+        reads."""
         self._interest[channel].append(hook)
         return lambda: self._interest[channel].remove(hook)
 
@@ -57,10 +58,7 @@ class Hub:
     def watch(self, channel: str, key: str = ANY) -> Iterator[asyncio.Event]:
         event = asyncio.Event()
         self._waiters[(channel, key)].add(event)
-        self._watching[channel] += 1
-        if self._watching[channel] == 1:
-            for hook in list(self._interest.get(channel, ())):
-                hook(True)
+        self._gain(channel)
         try:
             yield event
         finally:
@@ -69,19 +67,30 @@ class Hub:
                 waiters.discard(event)
                 if not waiters:
                     del self._waiters[(channel, key)]
-            self._watching[channel] -= 1
-            if self._watching[channel] == 0:
-                for hook in list(self._interest.get(channel, ())):
-                    hook(False)
+            self._lose(channel)
 
     def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], None]:
         self._callbacks[channel].append(callback)
+        self._gain(channel)
 
         def unsubscribe() -> None:
             if callback in self._callbacks[channel]:
                 self._callbacks[channel].remove(callback)
+                self._lose(channel)
 
         return unsubscribe
+
+    def _gain(self, channel: str) -> None:
+        self._watching[channel] += 1
+        if self._watching[channel] == 1:
+            for hook in list(self._interest.get(channel, ())):
+                hook(True)
+
+    def _lose(self, channel: str) -> None:
+        self._watching[channel] -= 1
+        if self._watching[channel] == 0:
+            for hook in list(self._interest.get(channel, ())):
+                hook(False)
 
     def watcher_count(self) -> int:
         return sum(len(v) for v in self._waiters.values())

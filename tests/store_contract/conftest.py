@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,8 +11,9 @@ from tests.store_contract.support import Notes
 
 
 @pytest.fixture
-def notes(store: Store) -> Iterator[Notes]:
+async def notes(store: Store) -> AsyncIterator[Notes]:
     recorder = Notes(store)
+    await recorder.take()  # listening on every channel, and nothing seen yet
     try:
         yield recorder
     finally:

@@ -9,6 +9,7 @@ both through one door and holds them to the same set.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -40,16 +41,29 @@ class Notes:
 
     async def take(self) -> set[tuple[str, str]]:
         """What was published since the last ``take``. Postgres delivers ``NOTIFY``
-        asynchronously, in commit order, on one listening connection: a marker sent after
-        the write arrives after everything the write sent, so waiting for it is waiting
-        for all of them (and for none that were never sent)."""
+        asynchronously, in commit order, on each listening connection (run events come on
+        one of their own): a marker sent on each after the write arrives after everything
+        the write sent there, so waiting for the markers is waiting for all of them (and
+        for none that were never sent). The first ``take`` also waits for the events
+        connection, which opens once something subscribes, to be listening."""
         if isinstance(self.store, PostgresStore):
             marker = f"marker-{uuid.uuid4()}"
-            with self.store.hub.watch(CONTROL, marker) as arrived:
-                async with self.store.pool.connection() as conn:
-                    await conn.execute("SELECT pg_notify('outlast_control', %s)", (marker,))
-                assert await wait_for(arrived, DEADLINE), "the listener never saw the marker"
-            got = {n for n in self.seen if n != (CONTROL, marker)}
+            markers = {(CONTROL, marker), (EVENTS, marker)}
+            with (
+                self.store.hub.watch(CONTROL, marker) as control,
+                self.store.hub.watch(EVENTS, marker) as events,
+            ):
+                for arrived, channel, payload in (
+                    (control, "outlast_control", marker),
+                    (events, "outlast_events", f"{marker}:0"),
+                ):
+                    deadline = time.monotonic() + DEADLINE
+                    while not arrived.is_set():  # resent: a first one may beat the LISTEN
+                        assert time.monotonic() < deadline, f"the listener never saw {channel}"
+                        async with self.store.pool.connection() as conn:
+                            await conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+                        await wait_for(arrived, 0.5)
+            got = {n for n in self.seen if n not in markers}
         else:
             got = set(self.seen)
         self.seen.clear()
