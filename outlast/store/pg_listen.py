@@ -9,9 +9,9 @@ are lost and readers must look at the tables again.
 Two connections, because one channel is not like the others. Queue, status, control and
 waits notifications are few per run and some reader in every process wants them (a worker
 claims, a ``runs.wait`` ends). ``outlast_events`` is sent at every step of every run, and
-only an SSE stream reads it: a listening backend runs a transaction at each wake-up to read
-the notification queue, and the process wakes to parse the payload, for every step of
-every run on the database, followed or not. So the events connection is open only while a
+only an SSE stream reads it: a listening backend is signalled and reads the notification
+queue, and the process wakes to parse the payload, for every step of every run on the
+database, followed or not. So the events connection is open only while a
 stream of this process follows a run, and for ``linger`` seconds after the last one ends
 (streams come and go in bursts; a connection costs a round trip or three to open). When it
 starts listening it wakes every stream, which reads the table again: a step written
