@@ -1,6 +1,6 @@
 """outlast beside the servers people would pick instead, through the same client.
 
-    .venv/bin/python bench/peers.py            # about 17 minutes on 2 cores
+    .venv/bin/python bench/peers.py            # 17 to 27 minutes on 2 cores
     .venv/bin/python bench/peers.py --quick    # under 5 minutes
     .venv/bin/python bench/peers.py --only speed --peers outlast,aegra
 
@@ -12,6 +12,9 @@ bench/peers/langgraph.json (``ten``, ``ask``, ``slow``):
     aegra           Aegra (``aegra-api`` from PyPI, in its own Python 3.12 venv under
                     .artifacts/peers), on its own fresh Postgres database and Redis
     langgraph dev   LangGraph's dev server (the in-memory runtime, from the dev extra)
+
+Every server executes at most ``--concurrency`` runs at once per process (10, each one's
+default); the load beyond waits in its queue.
 
 Sections: ``speed`` (runs/s at each level in flight, p50/p99, CPU per run, the first
 streamed event; peers_speed.py), ``memory`` (RSS with runs waiting at an interrupt) and
@@ -89,6 +92,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", help=f"comma-separated subset of: {', '.join(ALL_PEERS)}")
     p.add_argument("--levels", help="speed: runs in flight (default 1,10,50,200; --quick 1,10,50)")
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite peers.md")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=10,
+        help="runs each server executes at once, per process (outlast --concurrency, the\n"
+        "dev server's and Aegra's N_JOBS_PER_WORKER; 10 is each one's default): the load\n"
+        "beyond it waits in the server's queue. The faults section raises it to its 20 runs",
+    )
     benchkit.add_sizes(p, SIZES)
     args = p.parse_args(argv)
     benchkit.apply_sizes(args, SIZES)
@@ -112,7 +123,7 @@ class Stack:
         self.redis_db = 0
 
     async def make(self, name: str, *, faults: bool = False) -> Peer | None:
-        top = max(self.opts.levels)
+        top = max(self.opts.concurrency, peers_faults.RUNS) if faults else self.opts.concurrency
         env = FAULT_ENV if faults else None
         try:
             if name.startswith("outlast"):

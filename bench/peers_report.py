@@ -216,8 +216,14 @@ def markdown(res: dict[str, Any]) -> str:
     speed = res.get("speed", {})
     if "peers" in speed:
         peers = [p for p in ORDER if p in speed["peers"]]
+        # results taken before --concurrency existed ran every server at the top level
+        cap = res["options"].get("concurrency", max(speed.get("levels", [0])))
         lines += [
             f"## Speed and scale (10-node graph; median of {res['options']['repeat']} repetitions)",
+            "",
+            f"Every server executes at most {cap} runs at once per process (`--concurrency`; "
+            "outlast's `--concurrency`, the dev server's and Aegra's `N_JOBS_PER_WORKER`); "
+            "the load beyond that waits in the server's own queue.",
             "",
         ]
         lines += _table([""] + [TITLES[p] for p in peers], speed_rows(speed, peers))
@@ -257,6 +263,22 @@ HOW = """\
   same `bench/peers/langgraph.json`. outlast and Aegra each have their own fresh Postgres
   database on the same server; Aegra also uses Redis (its CPU is counted as Aegra's); the
   dev server keeps everything in memory.
+- **Runs at once** (`--concurrency`, 10 by default: outlast's default, and the dev
+  server's and Aegra's per worker process). A server is given the load of its clients
+  (runs in flight) and decides how many runs it executes at once; the rest wait in its
+  queue, durably for outlast and Aegra. On this graph, whose nodes do no I/O, one event
+  loop does the most at about 10: at 50 runs at once each run costs more CPU (the loop,
+  the pool and the caches shared by more runs). With every server's cap at the top level
+  (`--concurrency 200`, how the table was taken before 2026-12-01 evening), outlast's rate
+  fell from 10 to 50 in flight (17.3 to 14.1 runs/s, one repetition on the machine of this
+  table); at 10 it holds (16.6, 17.0, 16.5 at 10, 50, 200). A graph that waits on a model
+  wants a higher cap. The faults section runs 20 at once, its 20 runs.
+- **Failed runs** (`(n failed)`): a call the client saw fail, by reason in `peers.json`.
+  At 200 in flight with `join` they were httpx `ReadError`s on outlast and Aegra: both
+  servers' uvicorn closed a connection idle for 5 s just as the client, whose pool keeps
+  them 5 s too, sent a request on it. outlast now keeps idle connections 75 s
+  (`OUTLAST_HTTP_KEEP_ALIVE`), so the client closes first; the 200-in-flight cells taken
+  again with that (outlast and outlast ×2, 2 repetitions, 4 cells with `join`) had none.
 - **Runs/s** (`peers_speed.py`): a closed loop of as many clients as runs in flight, each
   starting its next threadless run of the 10-node graph when its last one completed, until
   the level's runs were started or its time cap passed; completed runs over the time to the

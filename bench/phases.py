@@ -6,13 +6,13 @@
 ``bench/overhead.py`` says how much slower one run is through outlast than a plain
 ``ainvoke`` on ``AsyncPostgresSaver``; this says where. Runs go one at a time through
 ``POST /v1/runs`` + ``result?wait``, and each is cut at the times the database stamped on
-its events (``clock_timestamp()``, the same clock as the client's on one machine):
-accepted (``run.created``), claimed (``run.started``), each step's checkpoint write (a
-step's ``node.updated`` rides in it), finished (the terminal event), plus the client's
-own times before the POST and when it has the result. The 10-node graph has 10 steps, so
-the time from the first step to the last is 9 steps of the same work plain LangGraph does,
-and the rest is what outlast adds. Plain ``ainvoke`` runs in alternation with it, on a
-pool of its own.
+its events as it wrote them (``clock_timestamp()``, before the commit; the same clock as
+the client's on one machine): accepted (``run.created``), claimed (``run.started``), each
+step's checkpoint write (a step's ``node.updated`` rides in it), finished (the terminal
+event), plus the client's own times before the POST and when it has the result. The
+10-node graph has 10 steps, so the time from the first step to the last is 9 steps of the
+work plain LangGraph does too, and the rest is what outlast adds. Plain ``ainvoke`` runs
+in alternation with it, on a pool of its own.
 
 Writes ``bench/results/phases.{json,md}``.
 """
@@ -33,7 +33,7 @@ from benchkit import RESULTS, Outlast, machine, now_iso, temp_database
 from overhead import INPUT, direct_runner
 
 PHASES = (
-    ("POST sent → accepted (`run.created` committed)", "client", "created"),
+    ("POST sent → accepted (`run.created` written)", "client", "created"),
     ("accepted → POST answered", "created", "answered"),
     ("accepted → claimed (`NOTIFY`, wake, claim)", "created", "started"),
     ("claimed → first step's checkpoint", "started", "first"),

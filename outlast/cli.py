@@ -121,6 +121,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=args.log_level,
         timeout_graceful_shutdown=5,
+        # uvicorn closes an idle connection after 5 s, as httpx expires its own: a client
+        # that reuses one as the server closes it gets a ReadError for a request that was
+        # never read (seen with 200 clients in bench/peers.py). The side that closes first
+        # must be the client.
+        timeout_keep_alive=settings.http_keep_alive,
         # uvicorn's own config would give its loggers text handlers; JSON goes through root.
         log_config=None if args.log_format == "json" else LOGGING_CONFIG,
     )

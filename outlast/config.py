@@ -31,6 +31,12 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    http_keep_alive: int = Field(
+        default=75,
+        gt=0,
+        description="seconds an idle HTTP connection stays open: longer than clients keep "
+        "theirs (httpx 5 s, load balancers 60 s), so the client, not the server, closes it",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="json: one object per line, with run_id, thread_id, trace_id"
     )
