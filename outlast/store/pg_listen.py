@@ -11,11 +11,11 @@ waits notifications are few per run and some reader in every process wants them 
 claims, a ``runs.wait`` ends). ``outlast_events`` is sent at every step of every run, and
 only an SSE stream reads it: a listening backend is signalled and reads the notification
 queue, and the process wakes to parse the payload, for every step of every run on the
-database, followed or not. So the events connection is open only while a
-stream of this process follows a run, and for ``linger`` seconds after the last one ends
-(streams come and go in bursts; a connection costs a round trip or three to open). When it
-starts listening it wakes every stream, which reads the table again: a step written
-before the ``LISTEN`` took hold is read, not missed.
+database, followed or not. So the events connection is open only while a stream of this
+process follows a run (or something subscribed to the channel), and for ``linger`` seconds
+after the last one ends (streams come and go in bursts; a connection costs a round trip or
+three to open). When it starts listening it wakes every stream, which reads the table
+again: a step written before the ``LISTEN`` took hold is read, not missed.
 """
 
 from __future__ import annotations
