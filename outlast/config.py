@@ -55,6 +55,11 @@ class Settings(BaseSettings):
         ge=1,
         description="runs taken per claim: small, so workers woken together share a burst",
     )
+    eager_start: bool = Field(
+        default=True,
+        description="a run accepted by a process whose worker is idle and has a free slot "
+        "starts there at once, claimed in the acceptance transaction; false: always queued",
+    )
     worker_lease_ttl: float = Field(default=30.0, gt=0)
     worker_heartbeat: float = Field(default=10.0, gt=0)
     reaper_interval: float = Field(default=5.0, gt=0)

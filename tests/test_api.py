@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from outlast.store import Store
-from tests.harness import collect, post_run, serve, wait_result
+from tests.harness import collect, make_settings, post_run, serve, wait_result
 
 MESSAGES = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -19,7 +19,8 @@ def _seqs(events: list) -> list[int]:  # type: ignore[type-arg]
 
 
 async def test_lifecycle_accept_stream_complete(store: Store) -> None:
-    async with serve(store) as srv:
+    # through the queue: tests/test_eager.py has the run that starts as it is accepted
+    async with serve(store, make_settings(eager_start=False)) as srv:
         response = await srv.client.post("/v1/runs", json={"input": MESSAGES})
         assert response.status_code == 202
         run = response.json()

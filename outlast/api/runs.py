@@ -26,6 +26,7 @@ from outlast.api.native import accepted, location, run_request, snapshot
 from outlast.api.schemas import _ID, CancelRequest, RunCreate, RunPage, RunSnapshot
 from outlast.api.sse import Cursor, counted, stream
 from outlast.errors import RunNotFound
+from outlast.runtime import eager
 from outlast.runtime.accept import new_run
 from outlast.store.hub import STATUS, wait_for
 from outlast.vocabulary import RunStatus
@@ -64,7 +65,7 @@ async def create_run(
         principal=ctx.principal,
     )
     await admit(ctx, new.thread_id if body.thread_id else None, key)
-    run, created = await ctx.store.create_run(new)
+    run, created = await eager.accept(ctx.worker, new, ctx.store.create_run, lambda r: r[0])
     accepted(response, run, created)
     return RunSnapshot.of(run)
 

@@ -7,6 +7,7 @@ asks to queue behind it (runs of one thread never execute at the same time).
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
@@ -18,6 +19,7 @@ from outlast.api.native import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
+from outlast.runtime import eager
 from outlast.runtime.accept import new_run
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
@@ -56,7 +58,8 @@ async def create_thread_run(
         principal=ctx.principal,
     )
     await admit(ctx, thread_id, key)
-    run, created = await ctx.store.create_thread_run(new, if_busy=body.if_busy)
+    create = functools.partial(ctx.store.create_thread_run, if_busy=body.if_busy)
+    run, created = await eager.accept(ctx.worker, new, create, lambda r: r[0])
     accepted(response, run, created)
     return await snapshot(ctx, run)
 

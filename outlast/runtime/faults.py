@@ -21,6 +21,9 @@ ENV = "OUTLAST_FAULTS"
 # The points this runtime defines; tests refer to them by these names.
 AFTER_CLAIM = "worker.after_claim"
 BEFORE_FINISH = "worker.before_finish"
+# A run claimed in its acceptance transaction, before its worker starts it: inside the
+# request, which never answers (runtime/eager.py).
+EAGER_START = "worker.eager_start"
 # One turn of each of the worker's own loops (runtime/worker.py); the heartbeat's only
 # while the worker holds runs, so that a fault there is one under leases.
 CLAIM_LOOP = "worker.claim_loop"

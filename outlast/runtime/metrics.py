@@ -61,6 +61,13 @@ CLAIM_LATENCY = Histogram(
     buckets=_QUEUE_BUCKETS,
     registry=REGISTRY,
 )
+EAGER_STARTS = Counter(
+    "outlast_worker_eager_starts",
+    "Runs started by the worker of the process that accepted them, claimed in the "
+    "acceptance transaction (no queue, no NOTIFY, no claim statement). Why: how much of "
+    "the load skips the queue; their claim latency is recorded as the time to commit.",
+    registry=REGISTRY,
+)
 STEP_DURATION = Histogram(
     "outlast_step_duration_seconds",
     "Seconds a node task ran, from its start to its end in LangGraph's tasks stream, by "

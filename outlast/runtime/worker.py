@@ -9,6 +9,11 @@ Its lease is one statement for all its runs every ``worker_heartbeat`` seconds; 
 missing from the answer was taken over, and its execution stops without writing. The
 reaper, which any worker runs, requeues runs whose worker stopped renewing.
 
+A run accepted by this process can skip the queue (eager start, ``runtime/eager.py``):
+when the claim loop found nothing more to take and has not been woken since, and a slot
+is free, ``reserve`` holds the slot and the acceptance claims the run in its own
+transaction; ``adopt`` then starts it here, with no ``NOTIFY`` and no claim statement.
+
 Shutdown drains: each run stops at its next step boundary (``RunControl.request_drain``)
 and goes back to the queue; after ``shutdown_grace`` the node in flight is cancelled and
 the run goes back from its last checkpoint.
@@ -21,6 +26,7 @@ after a backoff; one that keeps failing stops the worker, and ``run()`` raises
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
@@ -35,7 +41,7 @@ from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
 from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
 from outlast.runtime.waker import Waker
-from outlast.store import TERMINAL, Run, RunStatus, Store
+from outlast.store import TERMINAL, Claimant, Run, RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 
 log = logging.getLogger(__name__)
@@ -78,6 +84,11 @@ class Worker:
         self._unsubscribe: Callable[[], None] = _noop
         self._control_checks: set[asyncio.Task[None]] = set()
         self.completed = 0
+        self._reserved = 0  # slots held for runs being accepted eagerly (reserve/adopt)
+        self._drained = False  # the last claim took all there was, and no NOTIFY since
+        self._queue_wake: asyncio.Event | None = None
+        # Runs start in the worker's context, not in that of the request that adopted one.
+        self._context = contextvars.copy_context()
         self.failure: LoopFailed | None = None  # the loop that stopped this worker
         self.stopped = False  # run() has returned or raised
 
@@ -85,6 +96,7 @@ class Worker:
 
     async def run(self) -> None:
         """Claim and execute until ``stop()``; returns once every run is drained."""
+        self._context = contextvars.copy_context()
         self._unsubscribe = self.store.hub.subscribe(CONTROL, self._on_control)
         loops = {
             "heartbeat": self._heartbeat_loop,
@@ -131,9 +143,11 @@ class Worker:
     async def _claim_loop(self) -> None:
         settings = self.settings
         with self.store.hub.watch(QUEUE) as wake:
+            self._queue_wake = wake
             while not self._stopping.is_set():
                 faults.fault_point(faults.CLAIM_LOOP)
-                free = settings.worker_concurrency - len(self.held)
+                self._drained = False
+                free = self._free()
                 if free <= 0:
                     self._slot_freed.clear()
                     await self._slot_freed.wait()
@@ -159,6 +173,7 @@ class Worker:
                     self._start(Execution(self.store, self.registry, settings, run, self.id))
                 if len(runs) < batch:
                     # Nothing more to take: sleep until a NOTIFY, a stop, or the safety net.
+                    self._drained = True
                     waiter = asyncio.ensure_future(wake.wait())
                     stopper = asyncio.ensure_future(self._stopping.wait())
                     await asyncio.wait(
@@ -169,10 +184,61 @@ class Worker:
                     waiter.cancel()
                     stopper.cancel()
 
+    def _free(self) -> int:
+        return self.settings.worker_concurrency - len(self.held) - self._reserved
+
+    # -- eager start -------------------------------------------------------------------
+
+    def reserve(self) -> Claimant | None:
+        """A free slot held for a run being accepted in this process, as the claimant the
+        store claims it for; None when the run should queue instead: the worker is
+        stopping or full, or runs are queued that it has not taken yet (they go first).
+        Every reservation must be settled with ``adopt``."""
+        if not self.takes_runs_now:
+            return None
+        self._reserved += 1
+        return Claimant(self.id, self.settings.worker_lease_ttl)
+
+    @property
+    def takes_runs_now(self) -> bool:
+        """Whether ``reserve`` would hold a slot now."""
+        wake = self._queue_wake
+        return (
+            self.settings.eager_start
+            and not self._stopping.is_set()
+            and self._drained
+            and wake is not None
+            and not wake.is_set()
+            and self._free() > 0
+        )
+
+    def adopt(self, run: Run | None) -> bool:
+        """Settle a reservation: start ``run`` here if the store claimed it for this
+        worker; otherwise free the slot. A claimed run that is never adopted (the
+        process died, the request was cancelled in between) holds a lease nobody renews,
+        and the reaper requeues it like the run of a dead worker."""
+        self._reserved -= 1
+        claimed = (
+            run is not None
+            and run.status == RunStatus.RUNNING
+            and run.worker_id == self.id
+            and run.id not in self.held
+        )
+        if not claimed or self._stopping.is_set():
+            self._slot_freed.set()
+            return False
+        assert run is not None
+        faults.fault_point(faults.EAGER_START)
+        metrics.EAGER_STARTS.inc()
+        self._start(Execution(self.store, self.registry, self.settings, run, self.id))
+        return True
+
     def _start(self, execution: Execution) -> None:
         run_id = execution.run.id
         self.held[run_id] = execution
-        self._tasks[run_id] = asyncio.create_task(self._execute(execution), name=f"run-{run_id}")
+        self._tasks[run_id] = asyncio.create_task(
+            self._execute(execution), name=f"run-{run_id}", context=self._context.copy()
+        )
 
     async def _execute(self, execution: Execution) -> None:
         run_id = execution.run.id

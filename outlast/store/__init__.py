@@ -7,6 +7,7 @@ from pathlib import Path
 from outlast.config import Settings
 from outlast.store.base import (
     Assistant,
+    Claimant,
     Effect,
     Event,
     EventDraft,
@@ -28,6 +29,7 @@ from outlast.vocabulary import TERMINAL, RunStatus
 __all__ = [
     "TERMINAL",
     "Assistant",
+    "Claimant",
     "Effect",
     "Event",
     "EventDraft",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from outlast.store.records import (
     SYSTEM_ASSISTANT_NAMESPACE,
     Assistant,
+    Claimant,
     Effect,
     Event,
     EventDraft,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SYSTEM_ASSISTANT_NAMESPACE",
     "Assistant",
+    "Claimant",
     "Effect",
     "Event",
     "EventDraft",
@@ -134,6 +136,14 @@ class Store(abc.ABC):
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
         """Insert the run (``queued``, seq 1) and its ``run.created`` event (``status``,
         ``graph``, ``thread_id``) in one transaction, creating its thread. Notifies QUEUE.
+
+        With ``new.claim_for``, the same transaction also claims the run for that worker
+        (``running``, attempt 1, seq 2 ``run.started``) when it may start at once: no
+        other run of its thread is queued, running, cancelling or waiting (checked under
+        the thread's lock). Then nobody is notified and the returned run is the claimed
+        one; otherwise it stays queued and QUEUE is notified as without it. The same
+        holds for the other ways a run is created (``create_thread_run``,
+        ``lg_create_run``).
 
         Returns ``(run, created)``. With an idempotency key already used by the same
         principal: the existing run and ``False`` (nothing written, nobody notified) when

@@ -35,7 +35,7 @@ from outlast.store.base import (
     same_request,
 )
 from outlast.store.common import SharedRunOps, Tx
-from outlast.store.hub import Hub
+from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
@@ -179,14 +179,28 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             "fingerprint": new.fingerprint,
             "max_attempts": new.max_attempts,
             "options": dumps_or_none(new.options),
+            "quiet": new.claim_for is not None,
             "event": dumps(
                 {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
             ),
         }
 
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        # One statement (run row, first event, NOTIFY) on an autocommit connection.
-        rows = await self._fetch("insert_run", self._insert_params(new))
+        if new.claim_for is None:
+            # One statement (run row, first event, NOTIFY) on an autocommit connection.
+            rows = await self._fetch("insert_run", self._insert_params(new))
+        else:
+            # Eager start in one round trip: the insert and the claim as one pipeline,
+            # which the server runs as one implicit transaction (see pg_saver.py). The
+            # insert's upsert of the thread row locks it until the commit, so concurrent
+            # acceptances on one thread go one after the other, and claim_one, a later
+            # statement with a later snapshot, sees every run committed before it.
+            async with self.pool.connection() as conn:
+                async with conn.pipeline():
+                    inserted = await conn.execute(self._q["insert_run"], self._insert_params(new))
+                    claimed = await conn.execute(self._q["claim_one"], self._claim_params(new))
+                    await conn.execute(self._q["announce_queued"], {"id": new.id})
+                rows = (await claimed.fetchall()) or (await inserted.fetchall())
         if rows:
             return run_from_row(rows[0]), True
         # The key exists: the INSERT waited for the other transaction and did nothing.
@@ -196,11 +210,22 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         return same_request(new, run_from_row(found[0])), False
 
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
+        # The callers (create_thread_run, lg_create_run) hold the thread's lock already.
         rows = await tx.rows("insert_run", **self._insert_params(new))
         if rows:
+            if new.claim_for is not None:
+                claimed = await tx.rows("claim_one", **self._claim_params(new))
+                if claimed:
+                    return run_from_row(claimed[0]), True
+                await tx.rows("announce_queued", id=new.id)
             return run_from_row(rows[0]), True
         found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
         return same_request(new, run_from_row(found[0])), False
+
+    @staticmethod
+    def _claim_params(new: NewRun) -> dict[str, Any]:
+        assert new.claim_for is not None
+        return {"id": new.id, "worker_id": new.claim_for.worker_id, "ttl": new.claim_for.ttl}
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[Tx]:
@@ -284,6 +309,11 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         )
         if not rows:
             raise LeaseLost.of(lease.run_id, lease.epoch)
+        # This process's own waiters on the result and followers of the stream need not
+        # wait for the NOTIFY to come back through the listener (it wakes them again,
+        # which costs them one read that finds nothing new).
+        self.hub.publish(STATUS, lease.run_id)
+        self.hub.publish(EVENTS, lease.run_id)
         seq: int = rows[0]["seq"]
         return seq
 

@@ -15,6 +15,16 @@ from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus, WaitKind
 
 
 @dataclass(frozen=True, slots=True)
+class Claimant:
+    """A worker that takes a run as it is accepted (eager start, ``runtime/eager.py``):
+    the store claims the new run for it in the acceptance transaction when the run may
+    start at once, with this lease."""
+
+    worker_id: str
+    ttl: float
+
+
+@dataclass(frozen=True, slots=True)
 class NewRun:
     id: str
     thread_id: str
@@ -29,6 +39,8 @@ class NewRun:
     principal: str = ""
     # What a LangGraph request sets beyond the native fields (runtime/options.py).
     options: dict[str, Any] | None = None
+    # Set by the accepting process only: not part of what the client asked for.
+    claim_for: Claimant | None = None
 
 
 @dataclass(frozen=True, slots=True)

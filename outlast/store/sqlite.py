@@ -64,6 +64,11 @@ def _when(value: Any) -> dt.datetime | None:
     return None if value is None else dt.datetime.fromtimestamp(value, dt.UTC)
 
 
+def _started(run: Run) -> dict[str, Any]:
+    """The data of a claimed run's ``run.started`` (as the Postgres claim builds it)."""
+    return {"status": RunStatus.RUNNING, "attempt": run.attempts, "worker_id": run.worker_id}
+
+
 def _run(row: Any) -> Run:
     return run_from_row(row, _load, _when)
 
@@ -240,6 +245,21 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
                     {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
                 ),
             )
+            if new.claim_for is not None:  # eager start: the write transaction is the lock
+                claim = new.claim_for
+                claimed = await tx.rows(
+                    "claim_one", id=new.id, worker_id=claim.worker_id, ttl=claim.ttl
+                )
+                if claimed:
+                    run = _run(claimed[0])
+                    await tx.rows(
+                        "insert_event",
+                        run_id=run.id,
+                        seq=run.last_seq,
+                        type=EventType.RUN_STARTED,
+                        data=dumps(_started(run)),
+                    )
+                    return run, True
             await tx.notify(QUEUE, new.id)
             return _run(rows[0]), True
         found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
@@ -280,13 +300,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
             ) as cur:
                 runs = sorted((_run(r) for r in await cur.fetchall()), key=lambda r: r.pos)
             for run in runs:
-                await self._event(
-                    conn,
-                    run.id,
-                    run.last_seq,
-                    EventType.RUN_STARTED,
-                    {"status": RunStatus.RUNNING, "attempt": run.attempts, "worker_id": worker_id},
-                )
+                await self._event(conn, run.id, run.last_seq, EventType.RUN_STARTED, _started(run))
         for run in runs:
             self.hub.publish(EVENTS, run.id)
         return runs

@@ -12,6 +12,7 @@ run: it answers that run's waits, through the same exactly-once update as ``POST
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import uuid
 from typing import Any
@@ -32,6 +33,7 @@ from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
 from outlast.api.waits import _validate
 from outlast.errors import RunNotFound
+from outlast.runtime import eager
 from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.budget import resolve_budget
 from outlast.runtime.options import KEPT_MODES
@@ -149,13 +151,14 @@ async def start(
     )
     await admit(ctx, thread_id, key)
     draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
-    lg, run, created = await ctx.store.lg_create_run(
-        new,
-        draft,
+    create = functools.partial(
+        ctx.store.lg_create_run,
+        lg=draft,
         strategy=body.multitask_strategy,
         supersede_reason=SUPERSEDED,
         temporary=stateless and body.on_completion == "delete",
     )
+    lg, run, created = await eager.accept(ctx.worker, new, create, lambda r: r[1])
     if created:  # a new run is its own only stretch, and asks nothing yet
         return Found(lg, run, latest=True, asking=False)
     return await found(ctx, lg, run)

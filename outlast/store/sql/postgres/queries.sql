@@ -19,12 +19,18 @@ WITH ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, 1, 'run.created', %(event)s::jsonb FROM ins
 ), th AS (
-    -- the thread exists from its first run on (LangGraph's clients list threads)
+    -- the thread exists from its first run on (LangGraph's clients list threads); DO
+    -- UPDATE, not DO NOTHING: the row stays locked until the commit, which serializes
+    -- the acceptances of one thread (claim_one relies on it)
     INSERT INTO outlast_threads (thread_id, principal)
     SELECT thread_id, principal FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
-SELECT ins.*, pg_notify('outlast_queue', ins.id::text) AS notified FROM ins;
+-- quiet: the accepting worker claims it in this transaction (claim_one), which announces
+-- it to the queue only if it stays queued.
+SELECT ins.*,
+       CASE WHEN NOT %(quiet)s THEN pg_notify('outlast_queue', ins.id::text) END AS notified
+FROM ins;
 
 -- name: get_by_key
 SELECT * FROM outlast_runs WHERE principal = %(principal)s AND idempotency_key = %(key)s;
@@ -86,6 +92,40 @@ WITH picked AS (
 )
 SELECT upd.*, pg_notify('outlast_events', upd.id::text || ':' || upd.last_seq) AS notified
 FROM upd ORDER BY pos;
+
+-- name: claim_one
+-- Eager start: the run this transaction just inserted, claimed for the worker of the
+-- process that accepted it when it may start at once. Stricter than `claim`: any other
+-- active run of the thread, queued ones of any age included, keeps it queued. The
+-- insert before it in this transaction locked the thread's row (insert_run), so the
+-- acceptances of one thread commit one after the other, and this statement's snapshot,
+-- taken after that lock, sees every run of the thread accepted before it.
+WITH picked AS (
+    SELECT q.id FROM outlast_runs q
+    WHERE q.id = %(id)s AND q.status = 'queued'
+      AND NOT EXISTS (
+          SELECT 1 FROM outlast_runs o
+          WHERE o.thread_id = q.thread_id AND o.id <> q.id
+            AND o.status IN ('queued', 'running', 'cancelling', 'waiting'))
+), upd AS (
+    UPDATE outlast_runs r
+    SET status = 'running', worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
+        lease_expires_at = now() + make_interval(secs => %(ttl)s),
+        attempts = r.attempts + 1, last_seq = r.last_seq + 1, updated_at = clock_timestamp()
+    FROM picked WHERE r.id = picked.id
+    RETURNING r.*
+), ev AS (
+    INSERT INTO outlast_events (run_id, seq, type, data)
+    SELECT id, last_seq, 'run.started',
+           jsonb_build_object('status', 'running', 'attempt', attempts, 'worker_id', worker_id)
+    FROM upd
+)
+SELECT upd.* FROM upd;
+
+-- name: announce_queued
+-- After claim_one, in the same transaction: a run it left queued is the queue's.
+SELECT pg_notify('outlast_queue', id::text) AS notified
+FROM outlast_runs WHERE id = %(id)s AND status = 'queued';
 
 -- name: renew
 UPDATE outlast_runs

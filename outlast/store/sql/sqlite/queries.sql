@@ -74,6 +74,20 @@ WHERE id IN (
     ORDER BY q.pos LIMIT :limit)
 RETURNING *;
 
+-- name: claim_one
+-- Eager start (see the Postgres query); the write transaction is the thread's lock here.
+UPDATE outlast_runs
+SET status = 'running', worker_id = :worker_id, lease_epoch = lease_epoch + 1,
+    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
+    attempts = attempts + 1, last_seq = last_seq + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :id AND status = 'queued'
+  AND NOT EXISTS (
+      SELECT 1 FROM outlast_runs o
+      WHERE o.thread_id = outlast_runs.thread_id AND o.id <> outlast_runs.id
+        AND o.status IN ('queued', 'running', 'cancelling', 'waiting'))
+RETURNING *;
+
 -- name: renew
 UPDATE outlast_runs
 SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
