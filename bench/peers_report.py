@@ -270,9 +270,15 @@ HOW = """\
   loop does the most at about 10: at 50 runs at once each run costs more CPU (the loop,
   the pool and the caches shared by more runs). With every server's cap at the top level
   (`--concurrency 200`, how the table was taken before 2026-12-01 evening), outlast's rate
-  fell from 10 to 50 in flight (17.3 to 14.1 runs/s, one repetition on the machine of this
-  table); at 10 it holds (16.6, 17.0, 16.5 at 10, 50, 200). A graph that waits on a model
-  wants a higher cap. The faults section runs 20 at once, its 20 runs.
+  fell from 10 to 50 in flight (17.3 to 14.1 runs/s, one repetition on a machine three
+  times slower than the one of 2026-12-01 21:20), where at 10 it held (16.6, 17.0, 16.5 at
+  10, 50, 200). A graph that waits on a model wants a higher cap. The faults section runs
+  20 at once, its 20 runs.
+- **`join` at 200 in flight** is the client's limit, not a server's: every server falls
+  there, the in-memory dev server most, and the benchmark's client process (one event
+  loop driving 200 long polls and three requests per run through one httpx pool) spends
+  about 45 ms of CPU per run there against 6 to 12 ms at 10 and 50 (`cpu_client_ms` in
+  `peers.json`).
 - **Failed runs** (`(n failed)`): a call the client saw fail, by reason in `peers.json`.
   At 200 in flight with `join` they were httpx `ReadError`s on outlast and Aegra: both
   servers' uvicorn closed a connection idle for 5 s just as the client, whose pool keeps

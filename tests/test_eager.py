@@ -139,3 +139,25 @@ async def test_a_server_killed_between_acceptance_and_start_loses_nothing(
     assert_exact_log(events)
     started = [e for e in events if e.type == "run.started"]
     assert [e.data["attempt"] for e in started] == [1, 2]
+
+
+async def test_a_replayed_request_starts_nothing(store: Store) -> None:
+    """The first request's run was claimed but never started (its request was cancelled
+    between the commit and the start); its retry returns it and starts nothing: the
+    reaper gives it back to the queue once the lease nobody renews has run out."""
+    async with serve(store) as srv:
+        worker = srv.app.state.ctx.worker  # type: ignore[attr-defined]
+        adopt = worker.adopt
+        worker.adopt = lambda run: adopt(None)  # the first acceptance loses its run
+        await _idle(srv)
+        headers = {"Idempotency-Key": "once"}
+        first = await srv.client.post("/v1/runs", json={"input": MESSAGES}, headers=headers)
+        assert first.json()["status"] == "running"
+        worker.adopt = adopt
+        await _idle(srv)
+        again = await srv.client.post("/v1/runs", json={"input": MESSAGES}, headers=headers)
+        assert again.headers["idempotent-replayed"] == "true"
+        assert again.json()["id"] == first.json()["id"]
+        assert first.json()["id"] not in worker.held
+        final = await wait_result(srv.client, first.json()["id"])
+        assert final["status"] == "completed" and final["attempts"] == 2

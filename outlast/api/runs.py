@@ -65,7 +65,7 @@ async def create_run(
         principal=ctx.principal,
     )
     await admit(ctx, new.thread_id if body.thread_id else None, key)
-    run, created = await eager.accept(ctx.worker, new, ctx.store.create_run, lambda r: r[0])
+    run, created = await eager.accept(ctx.worker, new, ctx.store.create_run, eager.first_created)
     accepted(response, run, created)
     return RunSnapshot.of(run)
 

@@ -59,7 +59,7 @@ async def create_thread_run(
     )
     await admit(ctx, thread_id, key)
     create = functools.partial(ctx.store.create_thread_run, if_busy=body.if_busy)
-    run, created = await eager.accept(ctx.worker, new, create, lambda r: r[0])
+    run, created = await eager.accept(ctx.worker, new, create, eager.first_created)
     accepted(response, run, created)
     return await snapshot(ctx, run)
 

@@ -31,20 +31,28 @@ async def accept(
     worker: Worker | None,
     new: NewRun,
     create: Callable[[NewRun], Awaitable[T]],
-    run_of: Callable[[T], Run],
+    created_run: Callable[[T], Run | None],
 ) -> T:
     """``create(new)``, with ``new`` claimed for this process's worker when it has a slot
-    for it now; the claimed run is handed to the worker before this returns."""
+    for it now; the claimed run is handed to the worker before this returns.
+    ``created_run`` picks the run out of what ``create`` returned, None when it created
+    none (an idempotent replay, which starts nothing)."""
     claimant = worker.reserve() if worker is not None and _may_start_now(new) else None
     if worker is None or claimant is None:
         return await create(new)
     run: Run | None = None
     try:
         result = await create(dataclasses.replace(new, claim_for=claimant))
-        run = run_of(result)
+        run = created_run(result)
         return result
     finally:
         worker.adopt(run)
+
+
+def first_created(result: tuple[Run, bool]) -> Run | None:
+    """``created_run`` for the stores' ``(run, created)``."""
+    run, created = result
+    return run if created else None
 
 
 def _may_start_now(new: NewRun) -> bool:

@@ -158,7 +158,7 @@ async def start(
         supersede_reason=SUPERSEDED,
         temporary=stateless and body.on_completion == "delete",
     )
-    lg, run, created = await eager.accept(ctx.worker, new, create, lambda r: r[1])
+    lg, run, created = await eager.accept(ctx.worker, new, create, lambda r: r[1] if r[2] else None)
     if created:  # a new run is its own only stretch, and asks nothing yet
         return Found(lg, run, latest=True, asking=False)
     return await found(ctx, lg, run)
