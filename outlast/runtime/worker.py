@@ -214,9 +214,10 @@ class Worker:
 
     def adopt(self, run: Run | None) -> bool:
         """Settle a reservation: start ``run`` here if the store claimed it for this
-        worker; otherwise free the slot. A claimed run that is never adopted (the
-        process died, the request was cancelled in between) holds a lease nobody renews,
-        and the reaper requeues it like the run of a dead worker."""
+        worker; otherwise free the slot. A claimed run that is never started (the
+        process died or the request was cancelled in between, or the worker began to
+        stop) holds a lease nobody renews, and the reaper requeues it like the run of a
+        dead worker."""
         self._reserved -= 1
         claimed = (
             run is not None

@@ -210,7 +210,8 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         return same_request(new, run_from_row(found[0])), False
 
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
-        # The callers (create_thread_run, lg_create_run) hold the thread's lock already.
+        # As in create_run, the insert locks the thread's row until the commit: claim_one,
+        # a later statement, sees every run of the thread accepted before this one.
         rows = await tx.rows("insert_run", **self._insert_params(new))
         if rows:
             if new.claim_for is not None:
