@@ -5,6 +5,7 @@ acceptance and the start loses nothing."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import httpx
@@ -12,8 +13,18 @@ import pytest
 from langgraph_sdk import get_client
 
 from outlast.store import Store
+from outlast.store.hub import CONTROL, wait_for
+from outlast.store.postgres import PostgresStore
 from outlast.vocabulary import RunStatus
-from tests.harness import collect, eventually, make_settings, serve, wait_result, wait_status
+from tests.harness import (
+    Server,
+    collect,
+    eventually,
+    make_settings,
+    serve,
+    wait_result,
+    wait_status,
+)
 from tests.procs import (
     all_events,
     assert_exact_log,
@@ -26,8 +37,25 @@ from tests.procs import (
 MESSAGES = {"messages": [{"role": "user", "content": "hello"}]}
 
 
-async def _idle(srv: object) -> None:
-    worker = srv.app.state.ctx.worker  # type: ignore[attr-defined]
+# The worker's safety-net poll would wake it for a moment every few seconds, and a run
+# posted in that moment queues: these servers poll too rarely for it to happen in a test.
+QUIET = {"queue_poll": 120.0}
+
+
+async def _idle(srv: Server) -> None:
+    """Every notification sent so far delivered and acted on, and the worker idle. On
+    Postgres a ``NOTIFY`` arrives through the listener some time after its commit (a run
+    that queued wakes the worker then, and it looks for work again; so does the listener
+    once it connects): a marker sent after them arrives after them."""
+    store = srv.store
+    if isinstance(store, PostgresStore):
+        marker = f"idle-{uuid.uuid4()}"
+        with store.hub.watch(CONTROL, marker) as seen:
+            while not seen.is_set():  # resent: a first one may come before the LISTEN
+                async with store.pool.connection() as conn:
+                    await conn.execute("SELECT pg_notify('outlast_control', %s)", (marker,))
+                await wait_for(seen, 0.5)
+    worker = srv.app.state.ctx.worker
     await eventually(lambda: worker.takes_runs_now, what="the worker idle, queue drained")
 
 
@@ -38,7 +66,7 @@ def _eager_starts(metrics: str) -> float:
 
 
 async def test_a_run_posted_to_an_idle_server_is_running_when_accepted(store: Store) -> None:
-    async with serve(store) as srv:
+    async with serve(store, make_settings(**QUIET)) as srv:
         await _idle(srv)
         before = _eager_starts((await srv.client.get("/metrics")).text)
         response = await srv.client.post("/v1/runs", json={"input": MESSAGES})
@@ -64,28 +92,37 @@ async def test_it_can_be_switched_off(store: Store) -> None:
         assert (await wait_result(srv.client, run["id"]))["status"] == "completed"
 
 
-async def test_a_full_worker_or_a_busy_thread_queues_the_run(store: Store) -> None:
-    slow = {"graph": "slow", "input": {}, "config": {"configurable": {"sleep": 0.3}}}
-    async with serve(store, make_settings(worker_concurrency=2)) as srv:
+SLOW = {"graph": "slow", "input": {}, "config": {"configurable": {"sleep": 0.3}}}
+
+
+async def test_a_full_worker_queues_the_run(store: Store) -> None:
+    async with serve(store, make_settings(worker_concurrency=2, **QUIET)) as srv:
         await _idle(srv)
-        first = (await srv.client.post("/v1/threads/t1/runs", json=slow)).json()
+        first = (await srv.client.post("/v1/runs", json=SLOW)).json()
+        second = (await srv.client.post("/v1/runs", json=SLOW)).json()
+        assert first["status"] == second["status"] == "running"  # the two slots
+        third = (await srv.client.post("/v1/runs", json=SLOW)).json()
+        assert third["status"] == "queued"  # no slot left: the queue, as without it
+        for run in (first, second, third):
+            assert (await wait_result(srv.client, run["id"]))["status"] == "completed"
+
+
+async def test_a_busy_thread_queues_the_run(store: Store) -> None:
+    async with serve(store, make_settings(worker_concurrency=2, **QUIET)) as srv:
+        await _idle(srv)
+        first = (await srv.client.post("/v1/threads/t1/runs", json=SLOW)).json()
         assert first["status"] == "running"
         # the thread's next run waits for it, though the worker has a free slot
         behind = (
-            await srv.client.post("/v1/threads/t1/runs", json={**slow, "if_busy": "enqueue"})
+            await srv.client.post("/v1/threads/t1/runs", json={**SLOW, "if_busy": "enqueue"})
         ).json()
         assert behind["status"] == "queued"
-        await _idle(srv)  # its NOTIFY woke the worker, which found it must wait
-        second = (await srv.client.post("/v1/runs", json=slow)).json()
-        assert second["status"] == "running"  # the second slot
-        third = (await srv.client.post("/v1/runs", json=slow)).json()
-        assert third["status"] == "queued"  # no slot left: the queue, as without it
-        for run in (first, behind, second, third):
+        for run in (first, behind):
             assert (await wait_result(srv.client, run["id"]))["status"] == "completed"
 
 
 async def test_the_langgraph_face_starts_it_too(store: Store) -> None:
-    async with serve(store) as srv:
+    async with serve(store, make_settings(**QUIET)) as srv:
         await _idle(srv)
         client = get_client(url=srv.url)
         thread = (await client.threads.create())["thread_id"]
@@ -145,8 +182,8 @@ async def test_a_replayed_request_starts_nothing(store: Store) -> None:
     """The first request's run was claimed but never started (its request was cancelled
     between the commit and the start); its retry returns it and starts nothing: the
     reaper gives it back to the queue once the lease nobody renews has run out."""
-    async with serve(store) as srv:
-        worker = srv.app.state.ctx.worker  # type: ignore[attr-defined]
+    async with serve(store, make_settings(**QUIET)) as srv:
+        worker = srv.app.state.ctx.worker
         adopt = worker.adopt
         worker.adopt = lambda run: adopt(None)  # the first acceptance loses its run
         await _idle(srv)
