@@ -90,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     inherited = processes.inherited_socket()
     if count > 1:
-        sock = processes.bind(settings.host, settings.port)
+        sock = inherited or processes.bind(settings.host, settings.port)
         console.print(
             f"[bold]outlast {__version__}[/] serving on "
             f"[cyan]http://{settings.host}:{settings.port}[/] with {count} processes"

@@ -52,6 +52,26 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listen(host: str, port: int, *, or_any: bool = False) -> socket.socket:
+    """A listening socket on ``port`` (or, with ``or_any``, on a free one when ``port`` is
+    taken), to hand to an ``outlast serve`` child with :func:`handed_over`."""
+    try:
+        return bind(host, port)
+    except OSError:
+        if not or_any or port == 0:
+            raise
+        return bind(host, 0)
+
+
+def handed_over(sock: socket.socket, env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a child that serves ``sock`` (pass ``pass_fds=(sock.fileno(),)``).
+
+    A port chosen free and bound later by the child is a race: on a busy machine another
+    process can take it in between, and a readiness probe then reaches *that* process. A
+    socket bound before the child starts is the child's from the first instant."""
+    return {**env, FD_ENV: str(sock.fileno())}
+
+
 def inherited_socket() -> socket.socket | None:
     """In a child: the listening socket its parent bound, as the TCP socket it is.
 
@@ -90,7 +110,7 @@ def supervise(argv: list[str], count: int, sock: socket.socket | None = None) ->
     env = {**os.environ, PARENT_ENV: str(os.getpid())}
     pass_fds: tuple[int, ...] = ()
     if sock is not None:
-        env[FD_ENV] = str(sock.fileno())
+        env = handed_over(sock, env)
         pass_fds = (sock.fileno(),)
     command = [sys.executable, "-m", "outlast.cli", *argv, "--workers", "1"]
     children = [subprocess.Popen(command, env=env, pass_fds=pass_fds) for _ in range(count)]

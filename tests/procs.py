@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from outlast import processes
 from outlast.store import Event, Run, Store
 from tests.harness import GRAPHS, PATIENCE, NotYet, eventually, eventually_blocking
 
@@ -28,9 +30,18 @@ FAST_LEASES = {
 }
 
 
-def _spawn(command: list[str], db_url: str, log: Path, env: dict[str, str]) -> Any:
-    """``outlast <command>`` as a real process on the test graphs, logging to ``log``."""
+def _spawn(
+    command: list[str],
+    db_url: str,
+    log: Path,
+    env: dict[str, str],
+    sock: socket.socket | None = None,
+) -> Any:
+    """``outlast <command>`` as a real process on the test graphs, logging to ``log``
+    (serving ``sock``, bound here, when given: see processes.handed_over)."""
     full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
+    if sock is not None:
+        full_env = processes.handed_over(sock, full_env)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -46,6 +57,7 @@ def _spawn(command: list[str], db_url: str, log: Path, env: dict[str, str]) -> A
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).parent.parent,
+        pass_fds=() if sock is None else (sock.fileno(),),
     )
     proc.log_path = log  # read back when the process misbehaves
     return proc
@@ -105,13 +117,9 @@ def start_server(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """`outlast serve` on a free port (or ``port``: a restart where clients reconnect);
     returns once /readyz answers."""
-    import socket
-
-    if not port:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-    proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env)
+    with processes.listen("127.0.0.1", port) as sock:
+        port = sock.getsockname()[1]
+        proc = _spawn(["serve", "--port", str(port), *flags], db_url, log, env, sock)
     url = f"http://127.0.0.1:{port}"
     wait_ready(proc, url, log)
     return proc, url

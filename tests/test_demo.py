@@ -10,17 +10,16 @@ from pathlib import Path
 import pytest
 
 from outlast.demo.scenario import EXPECTED
-from outlast.demo.servers import free_port, write_graphs
+from outlast.demo.servers import write_graphs
 from outlast.graph.registry import GraphRegistry
 
 pytestmark = pytest.mark.slow
 
 
 def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    port = str(free_port(0))
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OUTLAST_")}
     return subprocess.run(
-        [sys.executable, "-m", "outlast.cli", "demo", "--data-dir", str(tmp_path), "--port", port],
+        [sys.executable, "-m", "outlast.cli", "demo", "--data-dir", str(tmp_path), "--port", "0"],
         env={**clean, **env},
         capture_output=True,
         text=True,

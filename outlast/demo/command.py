@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from outlast.demo.scenario import Demo, choose_port
+from outlast.demo.scenario import Demo
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +43,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     demo = Demo(
         console,
         folder=(args.data_dir / "demo").resolve(),
-        port=choose_port(args.port),
+        port=args.port,
         model_delay=args.model_delay,
     )
     started = time.monotonic()

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from outlast.demo.follower import Follower, Received
-from outlast.demo.servers import ServerProcess, free_port
+from outlast.demo.servers import ServerProcess
 from outlast.graph.tools import outbox_messages
 from outlast.vocabulary import EventType, RunStatus
 
@@ -124,7 +124,10 @@ class Demo:
             f"Starting [bold]outlast serve[/] on the embedded SQLite store in {self.folder}/ "
             "(armed to die, with SIGKILL, the instant the email leaves)"
         )
-        self.server = ServerProcess("server-1", self.folder, self.port, "effect.after_call")
+        self.server = ServerProcess(
+            "server-1", self.folder, self.port, "effect.after_call", or_any=True
+        )
+        self.port = self.server.port  # server-2 serves the same address, for the client
         await asyncio.to_thread(self.server.ready)
         async with httpx.AsyncClient(base_url=self.server.url, timeout=30) as client:
             try:
@@ -353,8 +356,19 @@ class Demo:
             self.console.print(f"events:   {base}/v1/runs/{self.run_id}/events")
             self.console.print(f"snapshot: {base}/v1/runs/{self.run_id}")
         failed = [s.name for s in self.steps if not s.ok]
+        if failed:
+            self._server_logs()
         verdict = "[red]FAILED: " + ", ".join(failed) + "[/]" if failed else "[green]all OK[/]"
         self.console.print(f"result: {verdict} ({len(self.steps)} steps)")
+
+    def _server_logs(self, lines: int = 30) -> None:
+        """The end of each server's log: what a failed demo needs to be understood where
+        the folder is gone afterwards (a CI machine)."""
+        for log in sorted(self.folder.glob("server-*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            self.console.print(f"\n[bold]{log.name}[/] (last {len(tail)} lines)")
+            for line in tail:
+                self.console.print(f"  {line}", markup=False, highlight=False)
 
 
 def _wait_of(kind: str) -> Any:
@@ -372,7 +386,3 @@ async def _whole_log(client: httpx.AsyncClient, run_id: str) -> list[int]:
     check = Follower(client, run_id)
     await check.read()
     return [e.seq for e in check.events]
-
-
-def choose_port(preferred: int) -> int:
-    return free_port(preferred)

@@ -11,13 +11,14 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+
+from outlast import processes
 
 # Short worker leases, so the second server takes over the dead one's run within
 # seconds (the defaults are 30 s, sized for real deployments).
@@ -27,18 +28,6 @@ FAST_RECOVERY = {
     "OUTLAST_REAPER_INTERVAL": "0.5",
     "OUTLAST_WAKER_INTERVAL": "0.5",
 }
-
-
-def free_port(preferred: int) -> int:
-    for port in (preferred, 0):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            chosen: int = sock.getsockname()[1]
-            return chosen
-    raise OSError("no free port")
 
 
 # What `outlast serve` serves from the repository's langgraph.json (the reference agent
@@ -58,10 +47,16 @@ def write_graphs(folder: Path) -> Path:
 
 
 class ServerProcess:
-    def __init__(self, name: str, folder: Path, port: int, faults: str = "") -> None:
+    """``outlast serve`` on ``port``, bound here and handed to the process (so what answers
+    on the port is this process); ``or_any``: on a free port when ``port`` is taken."""
+
+    def __init__(
+        self, name: str, folder: Path, port: int, faults: str = "", *, or_any: bool = False
+    ) -> None:
         self.name = name
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
+        sock = processes.listen("127.0.0.1", port, or_any=or_any)
+        self.port: int = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         self.log = folder / f"{name}.log"
         env = {
             **os.environ,
@@ -71,14 +66,18 @@ class ServerProcess:
             "OUTLAST_FAULTS": faults,
         }
         env.pop("OUTLAST_DATABASE_URL", None)  # the embedded default, always
-        self.proc = subprocess.Popen(
+        with sock:
+            self.proc = self._start(folder, processes.handed_over(sock, env), sock.fileno())
+
+    def _start(self, folder: Path, env: dict[str, str], fd: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "outlast.cli",
                 "serve",
                 "--port",
-                str(port),
+                str(self.port),
                 "--data-dir",
                 str(folder),
                 "--config",
@@ -90,6 +89,7 @@ class ServerProcess:
             stdout=self.log.open("ab"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=(fd,),
         )
 
     def ready(self, timeout: float = 120.0) -> None:
