@@ -159,6 +159,31 @@ class Settings(BaseSettings):
     pool_min_size: int = Field(default=1, ge=1)
     pool_max_size: int = Field(default=10, ge=1)
 
+    # Push notifications (runtime/deliverer.py).
+    secret_keys: SecretStr | None = Field(
+        default=None,
+        description="Fernet keys, comma-separated, that encrypt stored secrets (webhook "
+        "signing secrets); the first encrypts, all decrypt (rotation). Unset: a key made "
+        "once in data_dir/secret.key (one machine; set this for several)",
+    )
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="let webhooks reach loopback, private and link-local addresses, over "
+        "http too (tests, a receiver on the same network); off: only https to public ones",
+    )
+    webhook_timeout: float = Field(default=10.0, gt=0, description="seconds per attempt")
+    webhook_retry_period: float = Field(
+        default=86400.0, gt=0, description="seconds a delivery is retried before it is dead"
+    )
+    webhook_backoff: float = Field(
+        default=2.0, gt=0, description="the first retry's delay; doubles per attempt"
+    )
+    webhook_backoff_max: float = Field(default=3600.0, gt=0)
+    webhook_concurrency: int = Field(default=16, ge=1, description="deliveries at once")
+    webhook_poll: float = Field(
+        default=1.0, gt=0, description="longest nap of the deliverer between claims"
+    )
+
     def sqlite_paths(self) -> tuple[Path, Path]:
         """The run store and the checkpoint store live in two files.
 

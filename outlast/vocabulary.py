@@ -40,6 +40,15 @@ class WaitStatus(StrEnum):
     WITHDRAWN = "withdrawn"  # the run ended before it took an answer
 
 
+class DeliveryStatus(StrEnum):
+    """A push notification in the outbox (``runtime/deliverer.py``)."""
+
+    PENDING = "pending"  # due at next_at
+    DELIVERING = "delivering"  # claimed; due again when the claim lapses (next_at)
+    DELIVERED = "delivered"  # the receiver answered 2xx
+    DEAD = "dead"  # retried for the whole retry period; retried again only by hand
+
+
 class EffectStatus(StrEnum):
     """A side effect in the ledger (``runtime/effects.py``)."""
 
@@ -105,6 +114,20 @@ class EventType(StrEnum):
     EFFECT_UNKNOWN = "effect.unknown"
     EFFECT_REPLAYED = "effect.replayed"
 
+
+class WebhookEvent(StrEnum):
+    """What a push subscription can ask for: the event types of the same names (the
+    outbox trigger's WHEN, migration 0012, lists them too)."""
+
+    RUN_WAITING = EventType.RUN_WAITING.value
+    RUN_COMPLETED = EventType.RUN_COMPLETED.value
+    RUN_FAILED = EventType.RUN_FAILED.value
+    RUN_CANCELLED = EventType.RUN_CANCELLED.value
+    SUPERVISOR_VERDICT = EventType.SUPERVISOR_VERDICT.value
+    BUDGET_CHECKPOINT = EventType.BUDGET_CHECKPOINT.value
+
+
+WEBHOOK_EVENTS = tuple(EventType(e.value) for e in WebhookEvent)
 
 TERMINAL_EVENTS = frozenset(
     {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}

@@ -20,6 +20,9 @@ EXCUSED: list[tuple[int, str, str]] = [
     (422, "Invalid budget", "is above hard"),
     # An answer checked against the open wait's own schema (state, per wait).
     (422, "Answer does not match the wait's schema", ""),
+    # A webhook URL to a loopback, private or reserved address, or over http: refused
+    # by the operator's setting (OUTLAST_WEBHOOK_ALLOW_PRIVATE), which no schema knows.
+    (422, "Webhook URL not allowed", ""),
     # A list cursor is an opaque token: only the ones this server returned are valid.
     (400, "Invalid event cursor", "cursor is not one this server returned"),
 ]

@@ -18,8 +18,10 @@ ALLOWED: dict[str, set[str]] = {
     "nodes": set(),  # what graph authors import: no server inside
     "supervisor": set(),
     "graph": {"nodes"},
-    "runtime": {"store", "graph", "nodes", "supervisor"},
-    "api": {"store", "runtime", "graph"},
+    "runtime": {"store", "graph", "nodes", "supervisor", "webhooks", "secretbox"},
+    "api": {"store", "runtime", "graph", "webhooks", "secretbox"},
+    "webhooks": {"store"},  # where, how and what a push notification sends
+    "secretbox": set(),  # secrets at rest
     "client": set(),  # the terminal client speaks HTTP only
     "demo": {"graph"},
     "processes": set(),  # --workers N: processes of one command

@@ -25,6 +25,8 @@ from outlast.api.metrics_route import router as metrics_router
 from outlast.api.runs import router as runs_router
 from outlast.api.threads import router as threads_router
 from outlast.api.waits import router as waits_router
+from outlast.api.webhooks import BODIES
+from outlast.api.webhooks import router as webhooks_router
 from outlast.config import Settings
 from outlast.errors import StoreUnavailable
 from outlast.graph.registry import GraphRegistry
@@ -82,7 +84,7 @@ def create_app(
             await s.migrate()
         graphs = registry or GraphRegistry.from_config(settings.graphs_file, settings.graphs)
         graphs.load_all()
-        worker = Worker(s, graphs, settings) if with_worker else None
+        worker = Worker(s, graphs, settings, bodies=BODIES) if with_worker else None
         task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
 
         def worker_ended(done: asyncio.Task[None]) -> None:
@@ -123,6 +125,7 @@ def create_app(
     document.install(app)
     app.include_router(runs_router)
     app.include_router(waits_router)
+    app.include_router(webhooks_router)
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)

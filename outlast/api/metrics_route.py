@@ -26,4 +26,5 @@ async def prometheus(request: Request) -> Response:
     # Read at scrape time rather than kept up to date: runs change status in every
     # process, and one GROUP BY per scrape is cheaper than tracking each transition.
     metrics.refresh_runs(await ctx.store.count_runs_by_status())
+    metrics.refresh_outbox(await ctx.store.count_deliveries())
     return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)

@@ -31,6 +31,10 @@ HEARTBEAT_LOOP = "worker.heartbeat_loop"
 REAPER_LOOP = "worker.reaper_loop"
 RETENTION_LOOP = "worker.retention_loop"
 
+# A webhook the receiver has answered, before the outbox hears of it
+# (runtime/deliverer.py): the delivery is sent again, with the same id.
+WEBHOOK_AFTER_SEND = "webhook.after_send"
+
 KILL = "kill"
 RAISE = "raise"
 RAISE_ONCE = "raise-once"

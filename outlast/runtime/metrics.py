@@ -24,7 +24,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from outlast.vocabulary import RunStatus
+from outlast.vocabulary import DeliveryStatus, RunStatus
 
 # `*_created` series (one per counter and histogram child) double the series count for a
 # timestamp Prometheus can infer from resets; process-wide, as prometheus_client allows.
@@ -66,6 +66,28 @@ EAGER_STARTS = Counter(
     "Runs started by the worker of the process that accepted them, claimed in the "
     "acceptance transaction (no queue, no NOTIFY, no claim statement). Why: how much of "
     "the load skips the queue; their claim latency is recorded as the time to commit.",
+    registry=REGISTRY,
+)
+WEBHOOK_ATTEMPTS = Counter(
+    "outlast_webhook_attempts",
+    "Attempts at delivering a push notification, by outcome: delivered (2xx), retry "
+    "(failed, tried again later), dead (failed for the whole retry period). Why: a "
+    "receiver that is down shows as retries before anyone misses a notification.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WEBHOOK_LATENCY = Histogram(
+    "outlast_webhook_latency_seconds",
+    "Seconds from the event to its delivery's 2xx, by this process's clock against the "
+    "event's timestamp. Why: how late a system that waits on notifications hears of a run.",
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+OUTBOX = Gauge(
+    "outlast_webhook_deliveries",
+    "Deliveries in the outbox by status, read at scrape time. Why: pending that grows is "
+    "a receiver that does not keep up; dead ones wait for an operator.",
+    ["status"],
     registry=REGISTRY,
 )
 STEP_DURATION = Histogram(
@@ -158,6 +180,12 @@ def refresh_runs(counts: Mapping[str, int]) -> None:
     for status in RunStatus:
         RUNS.labels(status=status.value).set(counts.get(status.value, 0))
     QUEUE_DEPTH.set(counts.get(RunStatus.QUEUED.value, 0))
+
+
+def refresh_outbox(counts: Mapping[str, int]) -> None:
+    """Set the outbox gauge from ``count_deliveries`` (every status, zeros included)."""
+    for status in DeliveryStatus:
+        OUTBOX.labels(status=status.value).set(counts.get(status.value, 0))
 
 
 def exposition() -> bytes:

@@ -31,18 +31,20 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from outlast import logs
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults, metrics
+from outlast.runtime.deliverer import Deliverer
 from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
 from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
 from outlast.runtime.waker import Waker
 from outlast.store import TERMINAL, Claimant, Run, RunStatus, Store
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
+from outlast.webhooks.bodies import BodyMaker
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +73,10 @@ class Worker:
         settings: Settings,
         *,
         worker_id: str | None = None,
+        bodies: Mapping[str, BodyMaker] | None = None,
     ) -> None:
         self.store = store
+        self.bodies = dict(bodies or {})  # webhook bodies of the faces (webhooks/bodies.py)
         self.registry = registry
         self.settings = settings
         self.id = worker_id or default_worker_id()
@@ -103,6 +107,7 @@ class Worker:
             "reaper": self._reaper_loop,
             "waker": Waker(self.store, self.settings).run,
             "retention": self._retention_loop,
+            "deliverer": Deliverer(self.store, self.settings, self.id, self.bodies).run,
         }
         for name, loop in loops.items():
             task = asyncio.create_task(

@@ -25,6 +25,7 @@ import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from outlast.store.outbox import OutboxContract
 from outlast.store.records import (
     SYSTEM_ASSISTANT_NAMESPACE,
     Assistant,
@@ -80,8 +81,9 @@ __all__ = [
 ]
 
 
-class Store(abc.ABC):
-    """Backend-neutral operations. Implementations keep their SQL in ``store/sql/<backend>``."""
+class Store(OutboxContract, abc.ABC):
+    """Backend-neutral operations. Implementations keep their SQL in ``store/sql/<backend>``.
+    The outbox's part of the contract is in ``outbox.py``."""
 
     hub: Hub
     backend: str

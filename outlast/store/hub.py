@@ -20,6 +20,7 @@ EVENTS = "events"
 CONTROL = "control"
 STATUS = "status"
 WAITS = "waits"
+WEBHOOKS = "webhooks"  # deliveries were written (the outbox trigger's NOTIFY)
 ANY = "*"
 
 

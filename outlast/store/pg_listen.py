@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, Hub
+from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, WEBHOOKS, Hub
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ CHANNELS = {
     "outlast_control": CONTROL,
     "outlast_status": STATUS,
     "outlast_waits": WAITS,
+    "outlast_webhooks": WEBHOOKS,
 }
 EVENTS_CHANNEL = "outlast_events"
 ALWAYS = tuple(c for c in CHANNELS if c != EVENTS_CHANNEL)

@@ -37,6 +37,7 @@ from outlast.store.base import (
 from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.lgthreads import LangGraphOps
+from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -55,7 +56,7 @@ from outlast.vocabulary import RunStatus
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
-class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
+class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, Store):
     backend = "postgres"
 
     def __init__(
@@ -186,6 +187,9 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         }
 
     async def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        if new.webhooks:  # more than the one statement or pipeline below writes
+            async with self._writing() as tx:
+                return await self._insert_run(tx, new)
         if new.claim_for is None:
             # One statement (run row, first event, NOTIFY) on an autocommit connection.
             rows = await self._fetch("insert_run", self._insert_params(new))
@@ -214,6 +218,7 @@ class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         # a later statement, sees every run of the thread accepted before this one.
         rows = await tx.rows("insert_run", **self._insert_params(new))
         if rows:
+            await insert_run_webhooks(tx, new)
             if new.claim_for is not None:
                 claimed = await tx.rows("claim_one", **self._claim_params(new))
                 if claimed:

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from outlast.store.outbox import NewWebhook
 from outlast.vocabulary import TERMINAL, TERMINAL_EVENTS, RunStatus, WaitKind
 
 
@@ -41,6 +42,8 @@ class NewRun:
     options: dict[str, Any] | None = None
     # Set by the accepting process only: not part of what the client asked for.
     claim_for: Claimant | None = None
+    # Subscriptions to this run only, inserted with it (LangGraph's per-run `webhook`).
+    webhooks: tuple[NewWebhook, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from outlast.store.base import (
 from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
 from outlast.store.lgthreads import LangGraphOps
+from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
@@ -94,7 +95,7 @@ async def _connect(
     return conn
 
 
-class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
+class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
@@ -236,6 +237,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, Store):
         )
         if rows:
             await tx.rows("touch_thread", thread_id=new.thread_id, principal=new.principal)
+            await insert_run_webhooks(tx, new)
             await tx.rows(
                 "insert_event",
                 run_id=new.id,
@@ -465,9 +467,21 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
 
 
 def _split(script: str) -> list[str]:
-    """Split a migration into statements (no semicolons inside our literals)."""
+    """Split a migration into statements (no semicolons inside our literals). A trigger's
+    body holds semicolons of its own: SQLite's ``complete_statement`` says where a
+    statement really ends."""
     lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements: list[str] = []
+    pending = ""
+    for piece in "\n".join(lines).split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip().rstrip(";"))
+            pending = ""
+    if pending.strip(" \n;"):
+        statements.append(pending.strip().rstrip(";"))
+    return statements
 
 
 class _SqliteTx:

@@ -11,6 +11,7 @@ run: it answers that run's waits, through the same exactly-once update as ``POST
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 from outlast.api.context import AppContext
 from outlast.api.edge import admit, check_size
+from outlast.api.lg import webhook
 from outlast.api.lg.access import (
     BadRequest,
     Conflict,
@@ -149,6 +151,9 @@ async def start(
         idempotency_key=key,
         principal=ctx.principal,
     )
+    if body.webhook:
+        hook = webhook.subscription(ctx.settings, body.webhook, new.id)
+        new = dataclasses.replace(new, webhooks=(hook,))
     await admit(ctx, thread_id, key)
     draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
     create = functools.partial(
@@ -251,7 +256,18 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
         # clients read back (the Run's kwargs), as wait.ended redacts it on /v1
         command = {**(draft.kwargs.get("command") or {}), "resume": "(redacted)"}
         draft = LgRun(**{**_fields(draft), "kwargs": {**draft.kwargs, "command": command}})
-    lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
+    hook = None
+    if body.webhook:  # before the answer: the run may end as soon as it is answered
+        new_hook = webhook.subscription(ctx.settings, body.webhook, draft.id)
+        hook, _ = await ctx.store.create_webhook(
+            dataclasses.replace(new_hook, run_id=latest.id, principal=ctx.principal)
+        )
+    try:
+        lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
+    except BaseException:
+        if hook is not None:
+            await ctx.store.delete_webhook(hook.id, ctx.principal)
+        raise
     run = await ctx.store.get_run(latest.id)
     if run is None:  # pragma: no cover - deleted under us
         raise RunNotFound(f"run {latest.id} is gone")

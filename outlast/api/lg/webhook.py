@@ -1,0 +1,71 @@
+"""LangGraph's per-run ``webhook``: one POST when the LangGraph run ends, with the run.
+
+A LangGraph run ends where outlast's run completes, fails, is cancelled, or stops to ask
+a client something (an interrupt: the LangGraph run is then ``success`` and its thread
+``interrupted``; a timer or a provider's job is not an end). So the run is created with
+a subscription to those events of its own, ``once``: the first one is the LangGraph
+run's end, and a resume is a new LangGraph run with a subscription of its own. The body
+is the run as ``GET /threads/{t}/runs/{r}`` shows it, with ``values`` (the output, for
+a run that completed), ``error`` and ``webhook_sent_at``; LangGraph sends no signature,
+so neither is one sent here (the delivery has ``webhook-id`` and ``webhook-timestamp``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from outlast.api.lg.access import Unprocessable
+from outlast.api.lg.views import error_of, run_json
+from outlast.config import Settings
+from outlast.store import Store
+from outlast.store.outbox import Claimed, NewWebhook
+from outlast.vocabulary import ANSWERABLE_KINDS, EventType
+from outlast.webhooks.urls import UnsafeUrl, check_url
+
+FORMAT = "langgraph"
+ENDS = (
+    EventType.RUN_WAITING,
+    EventType.RUN_COMPLETED,
+    EventType.RUN_FAILED,
+    EventType.RUN_CANCELLED,
+)
+_STATUS = {
+    EventType.RUN_WAITING: "success",
+    EventType.RUN_COMPLETED: "success",
+    EventType.RUN_FAILED: "error",
+    EventType.RUN_CANCELLED: "interrupted",
+}
+
+
+def subscription(settings: Settings, url: str, lg_run_id: str) -> NewWebhook:
+    """The run's subscription (its run and principal are set where the run is made);
+    422 for a URL outlast does not send to."""
+    try:
+        check_url(url, allow_private=settings.webhook_allow_private)
+    except UnsafeUrl as exc:
+        raise Unprocessable(f"webhook: {exc}") from None
+    return NewWebhook(
+        url=url,
+        events=ENDS,
+        format=FORMAT,
+        extra={"lg_run_id": lg_run_id},
+        once=True,
+        wait_kinds=tuple(sorted(ANSWERABLE_KINDS)),
+    )
+
+
+async def body(store: Store, claimed: Claimed) -> Any:
+    delivery = claimed.delivery
+    lg = await store.lg_get_run(str(claimed.webhook.extra.get("lg_run_id", "")))
+    run = await store.get_run(delivery.run_id)
+    if lg is None or run is None:
+        raise LookupError(f"the run of delivery {delivery.id} is gone")
+    status = _STATUS.get(EventType(delivery.type), "success")
+    if status == "interrupted" and (run.error or {}).get("type") == "superseded":
+        status = "success"  # new input replaced its pause: it had ended at its interrupt
+    out = run_json(lg, run, status)
+    out["values"] = run.result if delivery.type == EventType.RUN_COMPLETED else None
+    out["error"] = error_of(run.error) if status == "error" else None
+    out["webhook_sent_at"] = dt.datetime.now(dt.UTC).isoformat()
+    return out

@@ -1,0 +1,87 @@
+"""Secrets at rest: what outlast must keep to use later (a webhook's signing secret) is
+stored encrypted with Fernet (``cryptography``), never as it was given.
+
+The keys come from ``OUTLAST_SECRET_KEYS`` (comma-separated; the first encrypts, every
+one decrypts, so a key is rotated by putting the new one first). Without it, a key is
+made once in ``data_dir/secret.key`` (mode 0600): right for the embedded store on one
+machine, wrong for several machines on one Postgres, which must share the variable. A
+ciphertext that no key opens is an error that says so, not a silent failure to sign.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+from outlast.config import Settings
+from outlast.errors import OutlastError
+
+KEY_FILE = "secret.key"
+
+
+class SecretUnreadable(OutlastError):
+    """A stored secret that none of the configured keys decrypts (the key changed)."""
+
+    status = 500
+    title = "Stored secret unreadable"
+    retryable = False
+
+
+class SecretBox:
+    def __init__(self, keys: list[bytes]) -> None:
+        if not keys:
+            raise ValueError("a SecretBox needs at least one key")
+        self._fernet = MultiFernet([Fernet(k) for k in keys])
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SecretBox:
+        raw = settings.secret_keys.get_secret_value() if settings.secret_keys else None
+        return _box(raw, settings.data_dir.resolve())
+
+    def seal(self, secret: str) -> str:
+        return self._fernet.encrypt(secret.encode()).decode()
+
+    def open(self, sealed: str) -> str:
+        try:
+            return self._fernet.decrypt(sealed.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable(
+                "a stored secret was encrypted with a key that is not configured "
+                "(OUTLAST_SECRET_KEYS or data_dir/secret.key changed)"
+            ) from None
+
+
+@functools.lru_cache(maxsize=4)
+def _box(raw: str | None, folder: Path) -> SecretBox:
+    """One box per configuration: the key file is read once, not per request."""
+    if raw is not None:
+        keys = [k.strip().encode() for k in raw.split(",") if k.strip()]
+        try:
+            return SecretBox(keys)
+        except ValueError as exc:
+            raise ValueError(
+                "OUTLAST_SECRET_KEYS must be Fernet keys, as "
+                "cryptography.fernet.Fernet.generate_key() makes them"
+            ) from exc
+    return SecretBox([_key_file(folder)])
+
+
+def _key_file(folder: Path) -> bytes:
+    """The key in ``folder/secret.key``, made the first time. ``O_EXCL``: of processes
+    starting together, one writes the key and the others read it."""
+    path = folder / KEY_FILE
+    folder.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(Fernet.generate_key())
+    for _ in range(100):  # another process may be between its open and its write
+        key = path.read_bytes().strip()
+        if key:
+            return key
+        os.sched_yield()
+    raise RuntimeError(f"{path} is empty")

@@ -1,0 +1,85 @@
+-- Push notifications: subscriptions and the outbox (outlast/store/outbox_ops.py). The
+-- deliveries themselves are written by the outlast_outbox trigger (0012_webhooks.sql).
+
+-- name: wh_insert
+INSERT INTO outlast_webhooks (id, principal, run_id, url, events, format, secret, extra, once,
+                              wait_kinds, idempotency_key, fingerprint, created_at)
+VALUES (:id, :principal, :run_id, :url, :events, :format, :secret, :extra, :once,
+        :wait_kinds, :idempotency_key, :fingerprint, (julianday('now') - 2440587.5) * 86400.0)
+ON CONFLICT (principal, idempotency_key) DO NOTHING
+RETURNING *;
+
+-- name: wh_by_key
+SELECT * FROM outlast_webhooks WHERE principal = :principal AND idempotency_key = :key;
+
+-- name: wh_get
+SELECT * FROM outlast_webhooks WHERE id = :id AND principal = :principal;
+
+-- name: wh_list
+SELECT * FROM outlast_webhooks
+WHERE principal = :principal AND run_id IS NULL
+ORDER BY created_at, id;
+
+-- name: wh_of_run
+SELECT * FROM outlast_webhooks WHERE run_id = :run_id ORDER BY created_at, id;
+
+-- name: wh_delete
+DELETE FROM outlast_webhooks WHERE id = :id AND principal = :principal RETURNING id;
+
+-- name: dl_list
+SELECT * FROM outlast_deliveries
+WHERE webhook_id = :webhook_id AND (:status IS NULL OR status = :status)
+ORDER BY created_at DESC, id
+LIMIT :limit;
+
+-- name: dl_attempts
+SELECT * FROM outlast_delivery_attempts
+WHERE delivery_id IN (SELECT value FROM json_each(:ids))
+ORDER BY delivery_id, n;
+
+-- name: dl_claim
+-- One writer at a time (BEGIN IMMEDIATE): the claim is disjoint by the write lock.
+UPDATE outlast_deliveries
+SET status = 'delivering', attempts = attempts + 1, claimed_by = :worker_id,
+    next_at = (julianday('now') - 2440587.5) * 86400.0 + :hold
+WHERE id IN (SELECT id FROM outlast_deliveries
+             WHERE status IN ('pending', 'delivering')
+               AND next_at <= (julianday('now') - 2440587.5) * 86400.0
+             ORDER BY next_at LIMIT :limit)
+RETURNING *;
+
+-- name: dl_webhooks
+SELECT * FROM outlast_webhooks WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: dl_attempt
+INSERT INTO outlast_delivery_attempts (delivery_id, n, at, status_code, error, duration_ms,
+                                       worker_id)
+VALUES (:id, :n, (julianday('now') - 2440587.5) * 86400.0, :status_code, :error,
+        :duration_ms, :worker_id)
+ON CONFLICT (delivery_id, n) DO NOTHING;
+
+-- name: dl_settle
+UPDATE outlast_deliveries
+SET status = :status, last_error = :error, claimed_by = NULL,
+    next_at = CASE WHEN :retry_in IS NULL THEN next_at
+                   ELSE (julianday('now') - 2440587.5) * 86400.0 + :retry_in END,
+    delivered_at = CASE WHEN :status = 'delivered'
+                        THEN (julianday('now') - 2440587.5) * 86400.0 END
+WHERE id = :id AND claimed_by = :worker_id AND attempts = :n AND status = 'delivering'
+RETURNING id;
+
+-- name: dl_get
+SELECT * FROM outlast_deliveries WHERE id = :id AND webhook_id = :webhook_id;
+
+-- name: dl_revive
+UPDATE outlast_deliveries
+SET status = 'pending', next_at = (julianday('now') - 2440587.5) * 86400.0, last_error = NULL
+WHERE id = :id
+RETURNING *;
+
+-- name: dl_next_due
+SELECT max(0, min(next_at) - (julianday('now') - 2440587.5) * 86400.0) AS seconds
+FROM outlast_deliveries WHERE status IN ('pending', 'delivering');
+
+-- name: dl_count
+SELECT status, count(*) AS n FROM outlast_deliveries GROUP BY status;
