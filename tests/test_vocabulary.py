@@ -17,12 +17,14 @@ from outlast.client.render import compact, event_line
 from outlast.client.sse import Event
 from outlast.vocabulary import (
     TERMINAL_EVENTS,
+    DeliveryStatus,
     EffectStatus,
     EventType,
     Frame,
     RunStatus,
     WaitKind,
     WaitStatus,
+    WebhookEvent,
 )
 
 PACKAGE = Path(__file__).resolve().parents[1] / "outlast"
@@ -39,7 +41,9 @@ def _js_strings(name: str) -> set[str]:
 
 def _check_list(sql: str, column: str) -> set[str]:
     match = re.search(
-        rf"{column}\s+text NOT NULL CHECK \({column} IN\s*\((.*?)\)\)", sql, re.S | re.I
+        rf"{column}\s+text NOT NULL(?: DEFAULT '[^']*')?\s+CHECK \({column} IN\s*\((.*?)\)\)",
+        sql,
+        re.S | re.I,
     )
     assert match, f"no CHECK on {column}"
     return set(re.findall(r"'([^']+)'", match.group(1)))
@@ -61,6 +65,17 @@ def test_the_schema_constrains_statuses_and_kinds_to_the_vocabulary(backend: str
     assert _check_list(waits, "kind") == {str(k) for k in WaitKind}
     effects = (PACKAGE / "store" / "sql" / backend / "0006_effects.sql").read_text()
     assert _check_list(effects, "status") == {str(s) for s in EffectStatus}
+    outbox = (PACKAGE / "store" / "sql" / backend / "0012_webhooks.sql").read_text()
+    assert _check_list(outbox, "status") == {str(s) for s in DeliveryStatus}
+
+
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_the_outbox_trigger_hears_exactly_the_events_one_can_subscribe_to(backend: str) -> None:
+    sql = (PACKAGE / "store" / "sql" / backend / "0012_webhooks.sql").read_text()
+    match = re.search(r"WHEN \(?NEW\.type IN \((.*?)\)", sql, re.S)
+    assert match, "the outbox trigger has no WHEN on the event type"
+    assert set(re.findall(r"'([^']+)'", match.group(1))) == {str(e) for e in WebhookEvent}
+    assert {str(e) for e in WebhookEvent} <= {str(t) for t in EventType}
 
 
 def test_the_console_listens_for_every_event_type_and_knows_the_terminal_ones() -> None:

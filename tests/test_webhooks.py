@@ -4,6 +4,7 @@ hang and redirect, and through a SIGKILL of the server in the middle of a delive
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import signal
 from collections.abc import Iterator
@@ -57,7 +58,7 @@ def _run(url: str, graph: str = "steps") -> str:
 
 
 def _deliveries(url: str, hook_id: str) -> list[dict[str, Any]]:
-    got = httpx.get(f"{url}/v1/webhooks/{hook_id}/deliveries", timeout=30)
+    got = httpx.get(f"{url}/v1/webhooks/{hook_id}/deliveries?limit=500", timeout=30)
     assert got.status_code == 200, got.text
     found: list[dict[str, Any]] = got.json()["deliveries"]
     return found
@@ -168,3 +169,36 @@ def test_a_dead_delivery_is_retried_by_hand_and_arrives(
         kill(proc)
     assert done["id"] == dead["id"] and len(hooks.got) > tries
     assert {r.id for r in hooks.got} == {dead["id"]}
+
+
+def test_many_runs_each_notify_once_and_the_outbox_drains(
+    db_url: str, tmp_path: Path, hooks: Receiver
+) -> None:
+    # two processes on Postgres share the outbox: SKIP LOCKED keeps their claims apart,
+    # so without a crash no delivery is sent twice (bench/webhooks.py takes 1,000)
+    workers = "2" if db_url.startswith("postgres") else "1"
+    proc, url = _server(db_url, tmp_path / "s.log", OUTLAST_WORKERS=workers)
+    try:
+        hook = _subscribe(url, hooks.url)
+        runs = 60
+
+        async def accept() -> list[str]:
+            async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+                body = {"graph": "steps", "input": {"n": 1}}
+                replies = await asyncio.gather(
+                    *(client.post("/v1/runs", json=body) for _ in range(runs))
+                )
+            return [reply.json()["id"] for reply in replies]
+
+        ids = asyncio.run(accept())
+        got = hooks.wait_for(lambda r: len(r) >= runs, f"{runs} deliveries")
+        _settled(url, hook["id"], "delivered", count=runs)
+        pending = httpx.get(f"{url}/v1/webhooks/{hook['id']}/deliveries?status=pending")
+        assert pending.json()["deliveries"] == []
+        metrics = httpx.get(f"{url}/metrics").text
+    finally:
+        kill(proc)
+    assert len(got) == runs  # no duplicate: one request per delivery
+    assert sorted(r.json()["data"]["run_id"] for r in got) == sorted(ids)
+    assert len({r.id for r in got}) == runs
+    assert 'outlast_webhook_deliveries{status="pending"} 0.0' in metrics
