@@ -117,7 +117,8 @@ class Deliverer:
     async def _deliver(self, client: httpx.AsyncClient, claim: Claimed) -> None:
         try:
             outcome = await self._attempt(client, claim)
-            faults.fault_point(faults.WEBHOOK_AFTER_SEND)
+            if outcome.status_code is not None:  # the receiver answered
+                faults.fault_point(faults.WEBHOOK_AFTER_SEND)
             await self._settle(claim, outcome)
         except asyncio.CancelledError:
             raise
