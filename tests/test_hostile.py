@@ -546,6 +546,10 @@ async def test_what_the_fuzzing_found_is_refused_and_changes_nothing(store: Stor
             assert response.status_code == status, (path, body, response.text)
             assert response.headers["content-type"] == "application/problem+json"
             assert response.json()["title"] and response.json()["detail"]
+        # LangGraph's face ({"detail"}): a NUL in `before` reached the query model inside
+        # the route, a 500
+        history = await srv.client.get("/threads/hostile-found/history?before=%1A%00")
+        assert history.status_code == 422 and history.json()["detail"], history.text
         after = await _waiting(srv.client, run["id"])
         assert after["waits"] == snap["waits"]
         assert (after["last_seq"], await _count_runs(store)) == before

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp
 
 from outlast import __version__, heap
 from outlast.api import console, document, lg, problems
+from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.limits import BodyLimitProblems
@@ -126,6 +127,7 @@ def create_app(
     app.include_router(runs_router)
     app.include_router(waits_router)
     app.include_router(webhooks_router)
+    a2a_routes.install(app)
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)

@@ -34,7 +34,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from outlast.api.problems import send_problem
 from outlast.errors import OutlastError
 
-PUBLIC = re.compile(r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*|info|ok)?$")
+# An A2A Agent Card is public: it is how a caller learns how to call (and authenticate).
+PUBLIC = re.compile(
+    r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*|info|ok"
+    r"|a2a/[^/]+/\.well-known/agent-card\.json)?$"
+)
 STREAM = re.compile(r"^/v1/runs/[^/]+/events$")
 
 

@@ -40,6 +40,7 @@ from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
 from outlast.api.lg.views import state_json, thread_json, thread_status
+from outlast.api.schemas import NO_NUL
 from outlast.jsonable import to_jsonable
 from outlast.store import RunStatus, Thread
 from outlast.store.lgthreads import contains
@@ -326,7 +327,7 @@ async def get_history(
     request: Request,
     thread_id: ThreadId,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    before: Annotated[str | None, Query(max_length=200)] = None,
+    before: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
     query = HistoryQuery(limit=limit, before=before)

@@ -1,0 +1,178 @@
+"""The A2A 1.0 face through the ``a2a-sdk`` client: a task is a run, on both backends."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers import new_data_part, new_text_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskNotFoundError,
+    TaskState,
+    UnsupportedOperationError,
+)
+
+from outlast.store import Store
+from tests.harness import make_settings, serve
+
+
+def _message(*parts: Part, task: Task | None = None, message_id: str | None = None) -> Message:
+    msg = Message(role=Role.ROLE_USER, message_id=message_id or str(uuid.uuid4()), parts=parts)
+    if task is not None:
+        msg.task_id, msg.context_id = task.id, task.context_id
+    return msg
+
+
+class Agent:
+    def __init__(self, http: httpx.AsyncClient, base: str) -> None:
+        self.http, self.base = http, base
+
+    async def client(self, graph: str, streaming: bool = False) -> Any:
+        card = await A2ACardResolver(self.http, f"{self.base}/a2a/{graph}").get_agent_card()
+        return ClientFactory(ClientConfig(streaming=streaming, httpx_client=self.http)).create(card)
+
+    async def send(self, graph: str, message: Message, **config: Any) -> Task:
+        client = await self.client(graph)
+        request = SendMessageRequest(message=message)
+        for key, value in config.items():
+            setattr(request.configuration, key, value)
+        got = [sr async for sr in client.send_message(request)]
+        assert len(got) == 1 and got[0].HasField("task"), got
+        task: Task = got[0].task
+        return task
+
+
+@pytest.fixture
+async def agent(store: Store) -> AsyncIterator[Agent]:
+    async with (
+        serve(store, make_settings(result_wait_max=20)) as srv,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        yield Agent(http, srv.url)
+
+
+async def test_a_task_is_a_run_that_completes_with_its_result(agent: Agent) -> None:
+    task = await agent.send("steps", _message(new_text_part("hello")))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    (artifact,) = task.artifacts
+    result = dict(artifact.parts[0].data.struct_value)
+    assert result["steps"][-1] == "finish"
+    snapshot = (await agent.http.get(f"{agent.base}/v1/runs/{task.id}")).json()
+    assert snapshot["status"] == "completed" and snapshot["thread_id"] == task.context_id
+    again = await (await agent.client("steps")).get_task(GetTaskRequest(id=task.id))
+    assert again.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_input_required_is_answered_by_a_follow_up_exactly_once(agent: Agent) -> None:
+    task = await agent.send("asks", _message(new_data_part({})))
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "What is your name?" in task.status.message.parts[0].text
+    follow = _message(new_text_part("Ada"), task=task)
+    done = await agent.send("asks", follow)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert dict(done.artifacts[0].parts[0].data.struct_value)["greeting"] == "hello Ada"
+    with pytest.raises(UnsupportedOperationError, match="terminal"):
+        await agent.send("asks", _message(new_text_part("Bob"), task=done))
+
+
+async def test_auth_required_and_a_second_answer_is_refused(agent: Agent) -> None:
+    task = await agent.send("auth", _message(new_data_part({})))
+    assert task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED
+    first = _message(new_data_part({"token": "t0k"}), task=task)
+    done = await agent.send("auth", first)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    again = await agent.send("auth", first)  # the same message, retried: the same task
+    assert again.id == task.id and again.status.state == TaskState.TASK_STATE_COMPLETED
+    with pytest.raises(UnsupportedOperationError, match="terminal"):
+        await agent.send("auth", _message(new_data_part({"token": "other"}), task=task))
+
+
+async def test_an_answer_to_a_task_that_asks_nothing_changes_nothing(agent: Agent) -> None:
+    client = await agent.client("slow")
+    request = SendMessageRequest(message=_message(new_data_part({})))
+    request.configuration.return_immediately = True
+    (sr,) = [x async for x in client.send_message(request)]
+    with pytest.raises(UnsupportedOperationError, match="asks for nothing"):
+        await agent.send("slow", _message(new_text_part("hm"), task=sr.task))
+    with pytest.raises(TaskNotFoundError):  # a task of another graph is no task here
+        await agent.send("steps", _message(new_text_part("hm"), task=sr.task))
+    await client.cancel_task(CancelTaskRequest(id=sr.task.id))
+
+
+async def test_cancel_unknown_and_subscribe(agent: Agent) -> None:
+    client = await agent.client("slow")
+    msg = _message(new_data_part({}))
+    request = SendMessageRequest(message=msg)
+    request.configuration.return_immediately = True
+    (sr,) = [x async for x in client.send_message(request)]
+    task = sr.task
+    assert task.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    with pytest.raises(TaskNotFoundError):
+        await client.get_task(GetTaskRequest(id=str(uuid.uuid4())))
+    streaming = await agent.client("steps", streaming=True)
+    events = [
+        e
+        async for e in streaming.send_message(
+            SendMessageRequest(message=_message(new_text_part("x")))
+        )
+    ]
+    assert events[0].HasField("task")
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    with pytest.raises(UnsupportedOperationError):
+        [e async for e in streaming.subscribe(SubscribeToTaskRequest(id=events[0].task.id))]
+
+
+async def test_bad_requests_get_the_protocols_own_error_codes(agent: Agent) -> None:
+    headers = {"A2A-Version": "1.0", "content-type": "application/json"}
+    url = f"{agent.base}/a2a/steps"
+
+    async def rpc(content: bytes, **extra: str) -> dict[str, Any]:
+        reply = await agent.http.post(url, content=content, headers={**headers, **extra})
+        body: dict[str, Any] = reply.json()
+        return body["error"]
+
+    assert (await rpc(b"{nope"))["code"] == -32700
+    call = b'{"jsonrpc": "2.0", "id": 1, "method": "%s", "params": %s}'
+    assert (await rpc(call % (b"NoSuchMethod", b"{}")))["code"] == -32601
+    unknown = b'{"id": "%s"}' % str(uuid.uuid4()).encode()
+    assert (await rpc(call % (b"GetTask", unknown)))["code"] == -32001
+    assert (await rpc(call % (b"GetTask", b'{"id": "not-a-uuid"}')))["code"] == -32001
+    assert (await rpc(call % (b"SendMessage", b'{"message": {"parts": 3}}')))["code"] == -32602
+    runs = (await agent.http.get(f"{agent.base}/v1/runs")).json()
+    assert runs["runs"] == []  # nothing was created by any of them
+    missing = await agent.http.get(f"{agent.base}/a2a/nope/.well-known/agent-card.json")
+    assert missing.status_code == 404
+    card = (await agent.http.get(f"{url}/.well-known/agent-card.json")).json()
+    assert card["supportedInterfaces"][0]["url"] == url and card["capabilities"]["streaming"]
+
+
+async def test_a_0_3_client_speaks_the_slash_methods(agent: Agent) -> None:
+    url = f"{agent.base}/a2a/asks"
+    message = {
+        "kind": "message",
+        "messageId": str(uuid.uuid4()),
+        "role": "user",
+        "parts": [{"kind": "data", "data": {}}],
+    }
+    call = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    sent = (await agent.http.post(url, json=call)).json()["result"]
+    assert sent["kind"] == "task" and sent["status"]["state"] == "input-required"
+    get = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": sent["id"]}}
+    assert (await agent.http.post(url, json=get)).json()["result"]["id"] == sent["id"]
+    cancel = {"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": sent["id"]}}
+    canceled = (await agent.http.post(url, json=cancel)).json()["result"]
+    assert canceled["status"]["state"] == "canceled"
