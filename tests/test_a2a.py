@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,8 +13,13 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    InvalidParamsError,
+    ListTaskPushNotificationConfigsRequest,
     Message,
     Part,
     Role,
@@ -20,12 +27,14 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskNotFoundError,
+    TaskPushNotificationConfig,
     TaskState,
     UnsupportedOperationError,
 )
 
 from outlast.store import Store
 from tests.harness import make_settings, serve
+from tests.receiver import receiver
 
 
 def _message(*parts: Part, task: Task | None = None, message_id: str | None = None) -> Message:
@@ -55,9 +64,12 @@ class Agent:
 
 
 @pytest.fixture
-async def agent(store: Store) -> AsyncIterator[Agent]:
+async def agent(store: Store, tmp_path: Path) -> AsyncIterator[Agent]:
+    settings = make_settings(
+        result_wait_max=20, webhook_allow_private=True, webhook_backoff=0.05, data_dir=tmp_path
+    )
     async with (
-        serve(store, make_settings(result_wait_max=20)) as srv,
+        serve(store, settings) as srv,
         httpx.AsyncClient(timeout=60) as http,
     ):
         yield Agent(http, srv.url)
@@ -176,3 +188,48 @@ async def test_a_0_3_client_speaks_the_slash_methods(agent: Agent) -> None:
     cancel = {"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": sent["id"]}}
     canceled = (await agent.http.post(url, json=cancel)).json()["result"]
     assert canceled["status"]["state"] == "canceled"
+
+
+async def test_push_notifications_go_through_the_outbox_with_the_token(agent: Agent) -> None:
+    client = await agent.client("asks")
+    task = await agent.send("asks", _message(new_data_part({})))  # once it asks
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    with receiver() as hooks:
+        config = TaskPushNotificationConfig(
+            task_id=task.id,
+            id="p1",
+            url=f"{hooks.url}/a2a",
+            token="tok-123",
+            authentication=AuthenticationInfo(scheme="Bearer", credentials="secret-abc"),
+        )
+        bad = TaskPushNotificationConfig(task_id=task.id, id="p0", url="ftp://example.com/")
+        with pytest.raises(InvalidParamsError, match="scheme"):
+            await client.create_task_push_notification_config(bad)
+        made = await client.create_task_push_notification_config(config)
+        assert made.id == "p1" and made.url == config.url and not made.token
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
+        assert [c.id for c in listed.configs] == ["p1"]
+        got = await client.get_task_push_notification_config(
+            GetTaskPushNotificationConfigRequest(task_id=task.id, id="p1")
+        )
+        assert got.authentication.scheme == "Bearer" and not got.authentication.credentials
+        await agent.send("asks", _message(new_text_part("Ada"), task=task))
+        seen = await asyncio.to_thread(
+            hooks.wait_for,
+            lambda r: any(x.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED" for x in r),
+            "the completed task",
+        )
+        await client.delete_task_push_notification_config(
+            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="p1")
+        )
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id="p1")
+            )
+    last = seen[-1]
+    assert last.path == "/a2a" and last.headers["x-a2a-notification-token"] == "tok-123"
+    assert last.headers["authorization"] == "Bearer secret-abc"
+    assert last.json()["task"]["id"] == task.id
+    assert len({r.id for r in seen}) == len(seen)  # one delivery per change, none twice

@@ -1,8 +1,10 @@
 """A2A tasks outlive the server: ``outlast serve`` SIGKILLed and started again, the
-``a2a-sdk`` client finds its tasks, resubscribes and answers them (both backends)."""
+``a2a-sdk`` client finds its tasks, resubscribes to one (which a cancel then ends) and
+answers another (both backends)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import signal
 import uuid
@@ -14,6 +16,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Role,
@@ -22,6 +25,7 @@ from a2a.types import (
     TaskState,
 )
 
+from tests.harness import eventually
 from tests.procs import kill, start_server
 
 pytestmark = pytest.mark.slow
@@ -48,7 +52,7 @@ async def test_tasks_survive_a_sigkill_and_are_followed_from_the_store(
             (asked,) = [sr.task async for sr in asks.send_message(request)]
             assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             sleeper = await _client(http, url, "sleeper")
-            until = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=8)).isoformat()
+            until = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
             timed = _message(new_data_part({}))
             timed.metadata.update({"config": {"configurable": {"until": until}}})
             request = SendMessageRequest(message=timed)
@@ -64,9 +68,18 @@ async def test_tasks_survive_a_sigkill_and_are_followed_from_the_store(
             sleeper = await _client(http, url, "sleeper", streaming=True)
             got = await sleeper.get_task(GetTaskRequest(id=sleeping.id))
             assert got.status.state == TaskState.TASK_STATE_WORKING  # waiting on its timer
-            events = [e async for e in sleeper.subscribe(SubscribeToTaskRequest(id=sleeping.id))]
+            events: list[Any] = []
+
+            async def follow() -> None:
+                async for event in sleeper.subscribe(SubscribeToTaskRequest(id=sleeping.id)):
+                    events.append(event)
+
+            following = asyncio.create_task(follow())
+            await eventually(lambda: events, what="the subscription's first event")
             assert events[0].task.status.state == TaskState.TASK_STATE_WORKING
-            assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+            await sleeper.cancel_task(CancelTaskRequest(id=sleeping.id))
+            await asyncio.wait_for(following, 60)
+            assert events[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
             asks = await _client(http, url, "asks", streaming=True)
             again = await asks.get_task(GetTaskRequest(id=asked.id))
             assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from outlast.api.a2a import push as a2a_push
 from outlast.api.document import declared
 from outlast.api.edge import Ctx, IdempotencyKey
 from outlast.api.lg import webhook as lg_webhook
@@ -32,7 +33,7 @@ from outlast.webhooks.urls import MAX_URL, check_url
 router = APIRouter(prefix="/v1", tags=["webhooks"])
 # The bodies of the faces' own formats, which the runtime's deliverer cannot make itself
 # (webhooks/bodies.py): every process with a worker is given them.
-BODIES: dict[str, BodyMaker] = {lg_webhook.FORMAT: lg_webhook.body}
+BODIES: dict[str, BodyMaker] = {lg_webhook.FORMAT: lg_webhook.body, a2a_push.FORMAT: a2a_push.body}
 
 ID = Path(description="a subscription's id", json_schema_extra={"format": "uuid"})
 SECRET_PREFIX = "whsec_"

@@ -134,14 +134,14 @@ class Deliverer:
         except (UnsafeUrl, UnresolvedHost) as exc:
             return Outcome(None, str(exc), 0.0)
         try:
-            body = await body_of(self.store, claim, self.bodies)
+            body, own = await body_of(self.store, claim, self.bodies, settings)
             secret = self._secret(claim)
         except NoBodyMaker as exc:
             return Outcome(None, str(exc), 0.0)
         except Exception as exc:  # a body maker's bug or a gone record: an attempt that failed
             log.warning("delivery %s: no body: %r", claim.delivery.id, exc)
             return Outcome(None, f"the body could not be made: {exc!r}"[:500], 0.0)
-        headers = sender.headers_for(claim.delivery.id, body, secret)
+        headers = {**own, **sender.headers_for(claim.delivery.id, body, secret)}
         return await sender.send(client, target, body, headers, settings.webhook_timeout)
 
     def _secret(self, claim: Claimed) -> str | None:

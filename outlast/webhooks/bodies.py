@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from outlast.config import Settings
 from outlast.store import Store
 from outlast.store.outbox import Claimed
 
-BodyMaker = Callable[[Store, Claimed], Awaitable[Any]]
+# (the store, the claimed delivery, the process's settings: the keys of sealed secrets)
+BodyMaker = Callable[[Store, Claimed, Settings], Awaitable[Any]]
 
 
-async def outlast_body(store: Store, claimed: Claimed) -> Any:
-    del store
+@dataclass(frozen=True)
+class Body:
+    """What a maker returns when its format has headers of its own (A2A's token); a plain
+    JSON value is a body without."""
+
+    payload: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+async def outlast_body(store: Store, claimed: Claimed, settings: Settings) -> Any:
+    del store, settings
     return claimed.delivery.payload
 
 
@@ -32,9 +44,13 @@ class NoBodyMaker(Exception):
     """This process cannot make the body of this format (see the module docstring)."""
 
 
-async def body_of(store: Store, claimed: Claimed, makers: Mapping[str, BodyMaker]) -> bytes:
+async def body_of(
+    store: Store, claimed: Claimed, makers: Mapping[str, BodyMaker], settings: Settings
+) -> tuple[bytes, dict[str, str]]:
     maker = makers.get(claimed.webhook.format)
     if maker is None:
         raise NoBodyMaker(f"this process makes no {claimed.webhook.format!r} bodies")
-    body = await maker(store, claimed)
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    made = await maker(store, claimed, settings)
+    body = made if isinstance(made, Body) else Body(made)
+    data = json.dumps(body.payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return data, body.headers

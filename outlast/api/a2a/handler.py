@@ -36,7 +36,6 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
-    PushNotificationNotSupportedError,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -50,6 +49,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
+from outlast.api.a2a import push
 from outlast.api.a2a.tasks import FINAL, INTERRUPTED, asking, task_of
 from outlast.api.context import AppContext
 from outlast.api.edge import admit
@@ -129,27 +129,37 @@ class OutlastHandler(RequestHandler):
         run, waits = await _settled(ctx, run.id, ctx.settings.result_wait_max, final_only=True)
         return task_of(run, waits)
 
-    # -- push notifications (through the outbox: not yet on this face) ------------------
+    # -- push notifications, through the outbox (push.py) -------------------------------
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError()
+        ctx = _ctx(context)
+        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        made: TaskPushNotificationConfig = await push.create(ctx, run, params)
+        return made
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError()
+        ctx = _ctx(context)
+        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        return await push.get(ctx, run, params.id)
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError()
+        ctx = _ctx(context)
+        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        return ListTaskPushNotificationConfigsResponse(configs=await push.listed(ctx, run))
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        raise PushNotificationNotSupportedError()
+        ctx = _ctx(context)
+        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        await push.get(ctx, run, params.id)  # an unknown config is an error, as in the SDK
+        await push.delete(ctx, run, params.id)
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

@@ -54,7 +54,7 @@ def card(graph: str, base_url: str) -> AgentCard:
                 protocol_version="1.0",
             )
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["application/json", "text/plain"],
         skills=[

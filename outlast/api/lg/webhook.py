@@ -55,7 +55,8 @@ def subscription(settings: Settings, url: str, lg_run_id: str) -> NewWebhook:
     )
 
 
-async def body(store: Store, claimed: Claimed) -> Any:
+async def body(store: Store, claimed: Claimed, settings: Settings) -> Any:
+    del settings
     delivery = claimed.delivery
     lg = await store.lg_get_run(str(claimed.webhook.extra.get("lg_run_id", "")))
     run = await store.get_run(delivery.run_id)
