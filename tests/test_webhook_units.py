@@ -65,6 +65,9 @@ def test_configured_keys_win_and_bad_ones_say_what_is_expected(tmp_path: Path) -
         ("https:///nohost", "no host"),
         ("https://example.com:99999/", "not a URL"),
         ("https://" + "a" * 2100 + ".com/", "longer than"),
+        ("https://exa\x00mple.com/", "printable ASCII"),  # Postgres text cannot hold NUL
+        ("https://exámple.com/", "printable ASCII"),
+        ("https://example.com/a b", "printable ASCII"),
     ],
 )
 def test_urls_outlast_will_not_send_to(url: str, says: str) -> None:

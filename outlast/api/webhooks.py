@@ -28,7 +28,7 @@ from outlast.secretbox import SecretBox
 from outlast.store.outbox import Delivery, NewWebhook, Webhook, WebhookNotFound
 from outlast.vocabulary import DeliveryStatus, WaitKind, WebhookEvent
 from outlast.webhooks.bodies import BodyMaker
-from outlast.webhooks.urls import MAX_URL, check_url
+from outlast.webhooks.urls import MAX_URL, URL_PATTERN, check_url
 
 router = APIRouter(prefix="/v1", tags=["webhooks"])
 # The bodies of the faces' own formats, which the runtime's deliverer cannot make itself
@@ -46,7 +46,7 @@ class WebhookCreate(BaseModel):
 
     url: str = Field(
         max_length=MAX_URL,
-        pattern=r"^https?://[^\s/?#]+",
+        pattern=URL_PATTERN,
         description="https, to a public address (OUTLAST_WEBHOOK_ALLOW_PRIVATE: any)",
     )
     events: list[WebhookEvent] = Field(min_length=1, max_length=len(WebhookEvent))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -21,6 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 from outlast.errors import OutlastError
 
 MAX_URL = 2048
+PRINTABLE = re.compile(r"^[!-~]+$")
+# What the subscription's schema declares: a scheme, then a host of URL characters.
+URL_PATTERN = r"^https?://[A-Za-z0-9\-._~%!$&'()*+,;=:@\[\]]+(?:[/?#][!-~]*)?$"
 
 
 class UnsafeUrl(OutlastError):
@@ -45,6 +49,8 @@ def check_url(url: str, *, allow_private: bool) -> str:
     time, and here when the host is an address); else UnsafeUrl."""
     if len(url) > MAX_URL:
         raise UnsafeUrl(f"the URL is longer than {MAX_URL} characters")
+    if not PRINTABLE.match(url):
+        raise UnsafeUrl("the URL must be printable ASCII, without spaces (a name as punycode)")
     try:
         parts = urlsplit(url)
         port = parts.port
