@@ -50,7 +50,7 @@ from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
 from outlast.api.a2a import push
-from outlast.api.a2a.tasks import FINAL, INTERRUPTED, asking, task_of
+from outlast.api.a2a.tasks import FINAL, INTERRUPTED, asking, open_waits, task_of
 from outlast.api.context import AppContext
 from outlast.api.edge import admit
 from outlast.api.native import run_request
@@ -269,9 +269,7 @@ def _answer_value(message: Message) -> Any:
 
 
 async def _waits(ctx: AppContext, run: Run) -> list[Wait]:
-    if run.status.value != "waiting":
-        return []
-    return await ctx.store.list_waits(run.id, WaitStatus.OPEN)
+    return await open_waits(ctx.store, run)
 
 
 async def _settled(

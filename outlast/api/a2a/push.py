@@ -21,13 +21,13 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from outlast.api.a2a.tasks import task_of
+from outlast.api.a2a.tasks import open_waits, task_of
 from outlast.api.context import AppContext
 from outlast.config import Settings
 from outlast.secretbox import SecretBox
 from outlast.store import Run, Store
 from outlast.store.outbox import Claimed, NewWebhook, Webhook
-from outlast.vocabulary import ANSWERABLE_KINDS, EventType, RunStatus, WaitStatus
+from outlast.vocabulary import ANSWERABLE_KINDS, EventType
 from outlast.webhooks.bodies import Body
 from outlast.webhooks.urls import UnsafeUrl, check_url
 
@@ -107,8 +107,7 @@ async def body(store: Store, claimed: Claimed, settings: Settings) -> Body:
     run = await store.get_run(claimed.delivery.run_id)
     if run is None:
         raise LookupError(f"the task of delivery {claimed.delivery.id} is gone")
-    waiting = run.status == RunStatus.WAITING
-    waits = await store.list_waits(run.id, WaitStatus.OPEN) if waiting else []
+    waits = await open_waits(store, run)
     headers: dict[str, str] = {}
     extra = claimed.webhook.extra
     box = SecretBox.from_settings(settings)

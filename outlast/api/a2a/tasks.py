@@ -18,8 +18,8 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from outlast.jsonable import to_jsonable
-from outlast.store import Run, Wait
-from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitKind
+from outlast.store import Run, Store, Wait
+from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitKind, WaitStatus
 
 _ENDS = {
     RunStatus.COMPLETED: TaskState.TASK_STATE_COMPLETED,
@@ -28,6 +28,13 @@ _ENDS = {
 }
 INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 FINAL = frozenset(_ENDS.values())
+
+
+async def open_waits(store: Store, run: Run) -> list[Wait]:
+    """What a waiting run waits for (nothing for a run in any other status)."""
+    if run.status != RunStatus.WAITING:
+        return []
+    return await store.list_waits(run.id, WaitStatus.OPEN)
 
 
 def asking(waits: list[Wait]) -> list[Wait]:
