@@ -92,7 +92,20 @@ class Settings(BaseSettings):
 
     # The supervisor, woken by an expired activity lease.
     supervisor: bool = Field(default=True, description="act on expired activity leases")
-    supervisor_renewal_cap: int = Field(default=3, ge=0)
+    supervisor_renewal_cap: int = Field(
+        default=3, ge=0, description="renewals without progress before it intervenes"
+    )
+    supervisor_backoff: float = Field(
+        default=2.0,
+        ge=1.0,
+        description="each renewal without progress lasts this many times the one before "
+        "(the first: twice the lease); 1 renews by one lease each time",
+    )
+    supervisor_max_expected: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="the longest duration a node may declare with heartbeat(expected=...)",
+    )
 
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)

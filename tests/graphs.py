@@ -344,7 +344,11 @@ async def _quiet(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
     for i in range(2):
         progress(f"warming up {i + 1}")
         await asyncio.sleep(0.01)
-    heartbeat("now silent", probe=job_probe if conf.get("probe") else None)
+    heartbeat(
+        conf.get("note", "now silent"),
+        probe=job_probe if conf.get("probe") else None,
+        expected=conf.get("expected"),
+    )
     try:
         while not gate.exists():  # silent: no sign of life until the gate opens
             await asyncio.sleep(0.02)
@@ -370,6 +374,21 @@ def _build_quiet() -> Any:
 
 
 quiet = _build_quiet()
+
+
+async def _crawl(state: WaitState, config: RunnableConfig) -> dict[str, Any]:
+    """Progress in bursts farther apart than the activity lease: silent between them."""
+    from outlast.nodes import progress
+
+    conf = config.get("configurable", {})
+    steps, gap = int(conf.get("steps", 4)), float(conf.get("gap", 0.5))
+    for i in range(steps):
+        progress(conf.get("note", f"page {i + 1} of {steps}"), (i + 1) / (steps + 1))
+        await asyncio.sleep(gap)
+    return {"got": steps}
+
+
+crawl = _single(_crawl)
 
 
 class FanState(TypedDict, total=False):
@@ -470,7 +489,7 @@ async def _forgetful(state: ConversationState, config: RunnableConfig) -> dict[s
     notes = [m for m in state.get("messages", []) if getattr(m, "name", None) == "supervisor"]
     if notes:
         return {"got": f"back on track after: {notes[-1].content}"}
-    progress("thinking")
+    progress(config.get("configurable", {}).get("note", "thinking"))
     while True:  # silent, without a sign of life
         await asyncio.sleep(0.05)
 

@@ -27,12 +27,25 @@ def _emit(payload: dict[str, Any]) -> None:
     writer({ACTIVITY_KEY: payload})
 
 
-def heartbeat(note: str | None = None, probe: Callable[[], Any] | str | None = None) -> None:
-    """Renew the current activity's lease: the operation is alive. ``probe`` (a module-level
-    function, or ``"module:function"``) lets the supervisor ask later whether the
-    operation is still alive when it has gone quiet: it returns ``"alive"`` /
-    ``"running"``, or ``"done"`` / ``"failed"`` (or a dict with ``status``)."""
-    _emit({"signal": "heartbeat", "note": note, "probe": _path(probe)})
+def heartbeat(
+    note: str | None = None,
+    probe: Callable[[], Any] | str | None = None,
+    expected: float | None = None,
+) -> None:
+    """Renew the current activity's lease: the operation is alive.
+
+    ``probe`` (a module-level function, or ``"module:function"``) lets the supervisor ask
+    later whether the operation is still alive when it has gone quiet: it returns
+    ``"alive"`` / ``"running"``, or ``"done"`` / ``"failed"``, or a dict with ``status``
+    and, when the job knows it, ``progress`` (0..1): a rising progress is what lets a
+    silent job be renewed past the renewal cap.
+
+    ``expected``: how long, in seconds from its start, the operation is expected to take
+    (a batch job the provider quotes at ten minutes). Until then its silence is expected
+    and costs no renewal; after it, the usual ladder."""
+    if expected is not None and not expected > 0:
+        raise ValueError("expected must be a positive number of seconds")
+    _emit({"signal": "heartbeat", "note": note, "probe": _path(probe), "expected": expected})
 
 
 def _path(probe: Callable[[], Any] | str | None) -> str | None:

@@ -3,8 +3,10 @@
 Each node in flight is an activity with a lease of ``activity_lease_ttl`` seconds that
 every sign of life renews: ``outlast.nodes.heartbeat()`` / ``progress()``, and streamed
 model tokens. Health is read off the lease: ``live`` while signals are recent (within
-half the lease), ``silent`` until the lease runs out, ``stalled`` after. An expired lease
-never kills anything by itself; it is the supervisor's trigger (issue 4's ladder).
+half the lease), ``silent`` until the lease runs out, ``stalled`` after. A lease runs out
+a lease after the last sign of life, or at the end of the supervisor's last renewal,
+whichever is later (``runtime/looks.py``). An expired lease never kills anything by
+itself; it is the supervisor's trigger (``supervisor/ladder.py``).
 
 What the snapshot shows is written to the run row at a bounded rate (at most once per
 ``activity_flush_interval``), and so are ``activity`` events: a thousand heartbeats are a
@@ -19,33 +21,13 @@ import contextlib
 import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from outlast.errors import LeaseLost
 from outlast.runtime import metrics
+from outlast.runtime.looks import Activity
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft, Lease, Store
-
-
-@dataclass(slots=True)
-class _Activity:
-    kind: str
-    name: str
-    started_at: dt.datetime
-    last_signal_at: dt.datetime
-    last_signal_mono: float
-    renewals: int = 0
-    note: str | None = None
-    fraction: float | None = None
-    probe: str | None = None
-    seen: int = 0  # signs of life counted at the supervisor's last look
-    granted: int = 0  # renewals granted by the supervisor
-    supervising: bool = False
-
-
-def _iso(value: dt.datetime) -> str:
-    return value.isoformat()
 
 
 class ActivityTracker:
@@ -58,7 +40,8 @@ class ActivityTracker:
         ttl: float,
         flush_interval: float,
         usage: Callable[[], dict[str, Any]] | None = None,
-        on_expired: Callable[[dict[str, Any]], Awaitable[str]] | None = None,
+        on_expired: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
+        max_expected: float = 86_400.0,
     ) -> None:
         self._store = store
         self._lease = lease
@@ -66,9 +49,10 @@ class ActivityTracker:
         self._ttl = ttl
         self._usage = usage
         self._on_expired = on_expired
+        self._max_expected = max_expected
         self._supervisions: set[asyncio.Task[None]] = set()
         self._interval = flush_interval
-        self._acts: dict[str, _Activity] = {}
+        self._acts: dict[str, Activity] = {}
         self._written: dict[str, Any] | None = None
         self._dirty = asyncio.Event()
         self._task = asyncio.create_task(self._loop(), name=f"outlast-activity-{lease.run_id}")
@@ -76,8 +60,7 @@ class ActivityTracker:
     # -- signals (synchronous: they come from the stream loop) ------------------------
 
     def start(self, key: str, name: str, kind: str = "node") -> None:
-        now, mono = dt.datetime.now(dt.UTC), time.monotonic()
-        self._acts[key] = _Activity(kind, name, now, now, mono)
+        self._acts[key] = Activity.begin(kind, name, dt.datetime.now(dt.UTC), time.monotonic())
         self._dirty.set()
 
     def end(self, key: str) -> None:
@@ -91,45 +74,48 @@ class ActivityTracker:
         note: str | None = None,
         fraction: float | None = None,
         probe: str | None = None,
+        expected: float | None = None,
     ) -> None:
         act = self._acts.get(key) if key else self._latest()
         if act is None:
             return
-        if probe is not None:
-            act.probe = probe
-        act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
-        act.renewals += 1
+        if expected is not None:  # a declaration, not a blank cheque
+            expected = min(float(expected), self._max_expected)
+        act.sign(
+            dt.datetime.now(dt.UTC),
+            time.monotonic(),
+            note=note,
+            fraction=fraction,
+            probe=probe,
+            expected=expected,
+        )
         metrics.ACTIVITY_RENEWALS.labels(source=kind).inc()
         if kind == "model" and act.kind == "node":
             act.kind = "model"
-        if note is not None:
-            act.note = note
-        if fraction is not None:
-            act.fraction = fraction
         self._dirty.set()
 
-    def _latest(self) -> _Activity | None:
+    def _latest(self) -> Activity | None:
         return max(self._acts.values(), key=lambda a: a.last_signal_mono, default=None)
 
     # -- what the snapshot shows -------------------------------------------------------
 
-    def health(self, act: _Activity) -> str:
-        idle = time.monotonic() - act.last_signal_mono
-        if idle <= self._ttl / 2:
+    def health(self, act: Activity) -> str:
+        now = time.monotonic()
+        if now - act.last_signal_mono <= self._ttl / 2:
             return "live"
-        return "silent" if idle <= self._ttl else "stalled"
+        return "silent" if now <= act.deadline(self._ttl) else "stalled"
 
     def view(self) -> dict[str, Any] | None:
         act = self._latest()
         if act is None:
             return None
-        expires = act.last_signal_at + dt.timedelta(seconds=self._ttl)
+        expires = act.lease_expires_at(self._ttl)
         return {
             "kind": act.kind,
             "name": act.name,
-            "started_at": _iso(act.started_at),
-            "last_signal_at": _iso(act.last_signal_at),
-            "lease_expires_at": _iso(expires),
+            "started_at": act.started_at.isoformat(),
+            "last_signal_at": act.last_signal_at.isoformat(),
+            "lease_expires_at": expires.isoformat(),
             "renewals": act.renewals,
             "health": self.health(act),
             "note": act.note,
@@ -138,29 +124,6 @@ class ActivityTracker:
         }
 
     # -- the supervisor's side ----------------------------------------------------------
-
-    def _look(self, act: _Activity) -> dict[str, Any]:
-        idle = time.monotonic() - act.last_signal_mono
-        return {
-            "activity": {
-                "kind": act.kind,
-                "name": act.name,
-                "note": act.note,
-                "fraction": act.fraction,
-                "silent_for": round(idle, 3),
-                "renewals": act.renewals,
-            },
-            "signals_since_last": act.renewals - act.seen,
-            "renewals_granted": act.granted,
-            "probe": act.probe,
-            "quoted": act.note,
-        }
-
-    def _renew(self, act: _Activity) -> None:
-        act.last_signal_at, act.last_signal_mono = dt.datetime.now(dt.UTC), time.monotonic()
-        act.granted += 1
-        metrics.ACTIVITY_RENEWALS.labels(source="supervisor").inc()
-        self._dirty.set()
 
     def _check_expiries(self) -> None:
         if self._on_expired is None:
@@ -173,19 +136,19 @@ class ActivityTracker:
                 self._supervisions.add(task)
                 task.add_done_callback(self._supervisions.discard)
 
-    async def _supervise(self, act: _Activity) -> None:
+    async def _supervise(self, act: Activity) -> None:
         """An expired lease wakes the supervisor; only its verdict acts, never the expiry."""
         assert self._on_expired is not None
-        look = self._look(act)
-        act.seen = act.renewals
         try:
-            verdict = await self._on_expired(look)
+            answer = await self._on_expired(act.look(time.monotonic()))
         except BaseException:
             act.supervising = False  # no verdict: the next expiry check asks again
             raise
-        if verdict == "renew":
+        act.settle(answer, time.monotonic(), self._ttl)
+        if answer.get("verdict") == "renew":
             act.supervising = False
-            self._renew(act)
+            metrics.ACTIVITY_RENEWALS.labels(source="supervisor").inc()
+            self._dirty.set()
         # Any other verdict stops the node. It stays "being supervised" while it stops, so
         # the still-expired lease is not judged again (a slow stop gave a second verdict).
 

@@ -156,6 +156,7 @@ class Execution:
             flush_interval=self.settings.activity_flush_interval,
             usage=self.policy.usage,
             on_expired=self.policy.on_activity_expired if self.settings.supervisor else None,
+            max_expected=self.settings.supervisor_max_expected,
         )
         self._activity = activity
         self._loop = asyncio.get_running_loop()

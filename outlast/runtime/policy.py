@@ -141,18 +141,21 @@ class RunPolicy:
             return self.breach is not None
         return False
 
-    async def on_activity_expired(self, look: dict[str, Any]) -> str:
-        """The ladder's verdict on an expired activity lease, logged; a verdict that stops
+    async def on_activity_expired(self, look: dict[str, Any]) -> dict[str, Any]:
+        """The ladder's answer on an expired activity lease, logged; a verdict that stops
         the node asks the execution to stop (``after_supervisor_stop`` follows)."""
         question: SupervisorState = {
             "trigger": decisions.ACTIVITY_EXPIRED,
+            "ttl": self._settings.activity_lease_ttl,
+            "backoff": self._settings.supervisor_backoff,
             "renewal_cap": self._settings.supervisor_renewal_cap,
             "can_remind": self._can_remind(),
             "reminders": self.memory.reminders,
             **look,  # type: ignore[typeddict-item]
         }
-        state = await supervisor.ainvoke(question)
+        state = dict(await supervisor.ainvoke(question))
         verdict = cast(Verdict, state.get("verdict", "renew"))
+        extra = {k: state[k] for k in ("evidence", "lease_for", "advice") if k in state}
         self._log_verdict(
             decisions.ACTIVITY_EXPIRED,
             verdict,
@@ -160,12 +163,13 @@ class RunPolicy:
             tier=state.get("tier"),
             cost=state.get("cost") or _NO_COST,
             activity=look["activity"]["name"],
+            **extra,
         )
         verdict = decisions.acted_verdict(verdict, self._can_remind())
         if verdict in decisions.STOPPING:
             self.stopped = StopDecision(verdict, look["activity"], state.get("reason", ""))
             self._stop(SUPERVISOR)
-        return verdict
+        return {**state, "verdict": verdict}
 
     # -- when the graph has stopped -----------------------------------------------------
 
@@ -307,12 +311,13 @@ class RunPolicy:
         tier: int | None = 1,
         cost: dict[str, int] | None = None,
         activity: str | None = None,
+        **extra: Any,
     ) -> None:
         metrics.SUPERVISOR_VERDICTS.labels(tier=str(tier), verdict=verdict).inc()
         data: dict[str, Any] = {"trigger": trigger}
         if activity is not None:
             data["activity"] = activity
-        data.update(tier=tier, verdict=verdict, reason=reason, cost=cost or _NO_COST)
+        data.update(tier=tier, verdict=verdict, reason=reason, cost=cost or _NO_COST, **extra)
         self._put(EventDraft(EventType.SUPERVISOR_VERDICT, data))
 
     def _put(self, draft: EventDraft) -> None:

@@ -88,7 +88,12 @@ class Translator:
             if self._activity is not None:
                 sign = data[ACTIVITY_KEY] or {}
                 self._activity.signal(
-                    None, "progress", sign.get("note"), sign.get("fraction"), sign.get("probe")
+                    None,
+                    "progress",
+                    sign.get("note"),
+                    sign.get("fraction"),
+                    sign.get("probe"),
+                    sign.get("expected"),
                 )
             return
         self.flush_messages()

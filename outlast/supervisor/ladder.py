@@ -1,19 +1,26 @@
 """The supervisor: what to do when an activity lease expires. Never kill by default.
 
 A compiled LangGraph subgraph (it shows as ``supervisor`` in LangGraph Studio) that climbs
-a ladder, cheapest tier first, and stops at the first tier that can decide:
+a ladder, cheapest tier first, and stops at the first tier that can decide. What each
+kind of evidence is worth is in ``supervisor/evidence.py``; in short:
 
-1. heuristic: signs of life since the last look → renew;
-2. structured check: the activity's probe (a function the node registered with
-   ``heartbeat(probe=...)``) says alive → renew, done or failed → close;
-3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``; the model picks one verdict
-   from a fixed set, the content under judgment passed as quoted data, never as
-   instructions; an answer outside the set, or none, falls through;
-4. intervention: renew while under the renewal cap; past it, remind the agent of its goal
-   once (graphs with a ``messages`` channel: a supervisor message is added to the
-   conversation and the node runs again), then escalate to a person.
+1. heuristic: progress since the last look → renew (uncapped); within the duration the
+   node declared → renew to its end; heartbeats without progress → renew, capped;
+2. structured check: the probe the node registered (``heartbeat(probe=...)``): rising
+   progress → renew (uncapped); alive → renew, capped; done or failed twice in a row →
+   close; once → look again after one lease;
+3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``, and only at the one point
+   where its reading of the operation's text is worth a call: past the cap, when the
+   conversation is about to get a supervisor message. The model picks that message
+   (``remind`` or ``change_strategy``); any other answer is advice, kept in the event;
+4. intervention: a blind renewal while under ``renewal_cap``; past it, once, remind the
+   agent of its goal (graphs with a ``messages`` channel), then escalate to a person.
 
-Renewals are capped per activity; past the cap the ladder goes straight to intervention.
+The model's answer never ends or extends an operation: a ``close`` needs the probe's
+word twice (or a person's), a renewal needs progress, a declared duration, life or
+silence under the cap. Content that steers the model can change the wording of a
+reminder, nothing else; ``bench/supervisor_eval.py`` measures that with a model that
+obeys every instruction it reads.
 """
 
 from __future__ import annotations
@@ -26,39 +33,78 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it on 3.11
 
+from outlast.supervisor import evidence as ev
+from outlast.supervisor.decisions import REMINDING
 from outlast.vocabulary import VERDICTS, Verdict
 
 
 class SupervisorState(TypedDict, total=False):
     trigger: str
-    activity: dict[str, Any]
-    signals_since_last: int
-    renewals_granted: int
+    activity: dict[str, Any]  # facts: name, kind, silent_for, elapsed, notes, fraction …
+    ttl: float  # the activity lease, seconds
+    backoff: float  # each capped renewal lasts this much longer than the one before
+    signals_since_last: int  # signs of life since the last look
+    progressed: bool  # the fraction rose past its best since the last look
+    expected: float | None  # seconds the node declared the operation takes
+    renewals_granted: int  # capped renewals since the last progress
     renewal_cap: int
     probe: str | None
+    probe_history: list[dict[str, Any]]  # the probe's earlier answers, oldest first
     quoted: str | None
     can_remind: bool
     reminders: int
+    # the answer
     verdict: Verdict
     tier: int
     reason: str
     cost: dict[str, int]
+    evidence: str  # what a renewal rests on (``evidence.PROGRESS`` …)
+    lease_for: float  # how long a renewal lasts, seconds
+    probe_answer: dict[str, Any]  # this look's probe answer, for the history
+    advice: dict[str, Any]  # the model's answer, when it was asked
 
 
 def _decided(state: SupervisorState) -> bool:
     return state.get("verdict") in VERDICTS
 
 
+def _ttl(state: SupervisorState) -> float:
+    return float(state.get("ttl") or 30.0)
+
+
+def _under_cap(state: SupervisorState) -> bool:
+    return state.get("renewals_granted", 0) < state.get("renewal_cap", 3)
+
+
+def _renew(state: SupervisorState, tier: int, evidence: str, reason: str) -> dict[str, Any]:
+    if evidence in ev.COUNTED:
+        granted = state.get("renewals_granted", 0)
+        lease = ev.spacing(_ttl(state), float(state.get("backoff") or 1.0), granted)
+        reason = f"{reason}; renewal {granted + 1} of {state.get('renewal_cap', 3)}"
+    else:
+        lease = _ttl(state)
+    return {
+        "verdict": "renew",
+        "tier": tier,
+        "reason": reason,
+        "evidence": evidence,
+        "lease_for": round(lease, 3),
+    }
+
+
 def heuristic(state: SupervisorState) -> dict[str, Any]:
-    if state.get("renewals_granted", 0) >= state.get("renewal_cap", 3):
-        return {}  # past the cap: straight to intervention
-    signals = state.get("signals_since_last", 0)
-    if signals > 0:
+    if state.get("progressed"):
+        return _renew(state, 1, ev.PROGRESS, "progress since the last look")
+    elapsed = float((state.get("activity") or {}).get("elapsed") or 0.0)
+    declared = ev.until_declared(elapsed, state.get("expected"), _ttl(state))
+    if declared is not None:
         return {
-            "verdict": "renew",
-            "tier": 1,
-            "reason": f"{signals} sign(s) of life since the last look",
+            **_renew(state, 1, ev.DECLARED, f"within its declared {state.get('expected'):g} s"),
+            "lease_for": round(declared, 3),
         }
+    signals = state.get("signals_since_last", 0)
+    if signals > 0 and _under_cap(state):
+        return _renew(state, 1, ev.LIFE, f"{signals} sign(s) of life, no progress")
     return {}
 
 
@@ -72,53 +118,67 @@ def _call(path: str) -> Any:
 
 async def structured(state: SupervisorState) -> dict[str, Any]:
     path = state.get("probe")
-    if not path or state.get("renewals_granted", 0) >= state.get("renewal_cap", 3):
+    if not path:
         return {}
     try:
-        status = _call(path)
-        if inspect.isawaitable(status):
-            status = await status
+        raw = _call(path)
+        if inspect.isawaitable(raw):
+            raw = await raw
+        answer = ev.probe_answer(raw)
     except Exception as exc:  # a probe that fails says nothing either way
-        return {"reason": f"probe failed: {type(exc).__name__}: {exc}"}
-    answer = str(status.get("status") if isinstance(status, dict) else status).lower()
-    if answer in ("alive", "running", "pending"):
-        return {"verdict": "renew", "tier": 2, "reason": f"probe says {answer}"}
-    if answer in ("done", "failed", "dead", "gone"):
-        return {"verdict": "close", "tier": 2, "reason": f"probe says {answer}"}
-    return {"reason": f"probe answered {answer!r}, which decides nothing"}
+        answer = ev.probe_failed(exc)
+    history = state.get("probe_history") or []
+    status = answer["status"]
+    said = {"probe_answer": answer}
+    if status in ev.ALIVE and ev.probe_progressed(answer, history):
+        return {**said, **_renew(state, 2, ev.PROGRESS, f"probe says {status}, progressing")}
+    if status in ev.ALIVE and _under_cap(state):
+        return {**said, **_renew(state, 2, ev.LIFE, f"probe says {status}")}
+    if ev.confirmed_end(answer, history):
+        return {**said, "verdict": "close", "tier": 2, "reason": f"probe says {status} twice"}
+    if status in ev.TERMINAL:
+        reason = f"probe says {status} once; asking again after one lease"
+        return {**said, **_renew(state, 2, ev.UNCONFIRMED, reason)}
+    return {**said, "reason": f"probe answered {status!r}, which decides nothing here"}
+
+
+def _reminder_due(state: SupervisorState) -> bool:
+    return bool(state.get("can_remind")) and not state.get("reminders", 0)
 
 
 async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
     from outlast.supervisor.judge import judge
 
-    if state.get("renewals_granted", 0) >= state.get("renewal_cap", 3):
-        return {}  # past the cap: straight to intervention
+    if _under_cap(state) or not _reminder_due(state):
+        return {}  # the model's reading changes nothing here: no call
     # A model object may be handed in through the config (tests, the evaluation).
     model = config.get("configurable", {}).get("supervisor_model")
     verdict, reason, cost = await judge(dict(state), model)
     if verdict is None:
         return {"cost": cost, "reason": reason}
-    return {"verdict": verdict, "tier": 3, "reason": reason, "cost": cost}
+    advice = {"verdict": verdict, "reason": reason}
+    if verdict in REMINDING:
+        return {"verdict": verdict, "tier": 3, "reason": reason, "cost": cost, "advice": advice}
+    return {"cost": cost, "advice": advice}
 
 
 def intervene(state: SupervisorState) -> dict[str, Any]:
-    granted, cap = state.get("renewals_granted", 0), state.get("renewal_cap", 3)
-    if granted < cap:
-        return {
-            "verdict": "renew",
-            "tier": 4,
-            "reason": f"no sign of life; renewal {granted + 1} of {cap}",
-        }
-    if state.get("can_remind") and not state.get("reminders", 0):
+    cap = state.get("renewal_cap", 3)
+    if _under_cap(state):
+        return _renew(state, 4, ev.SILENCE, "no sign of life")
+    advice = state.get("advice")
+    heard = f" (the model advised {advice['verdict']})" if advice else ""
+    if _reminder_due(state):
         return {
             "verdict": "remind",
             "tier": 4,
-            "reason": f"silent after {cap} renewal(s); reminding the agent of its goal",
+            "reason": f"no progress after {cap} renewal(s); reminding the agent of its goal"
+            + heard,
         }
     return {
         "verdict": "escalate",
         "tier": 4,
-        "reason": f"silent after {cap} renewal(s); a person decides",
+        "reason": f"no progress after {cap} renewal(s); a person decides" + heard,
     }
 
 

@@ -1,14 +1,22 @@
-"""The offline supervisor model: deterministic, and named as such wherever it is used.
+"""Offline supervisor models: deterministic, and named as such wherever they are used.
 
-It reads only the activity's facts from the data block (how long it has been silent,
-whether it ever showed signs of life) and never the quoted output, so no text inside the
-judged content can move it. It never closes: with nothing but silence to go on, it
-renews what had shown life recently and asks a person about the rest.
+``ScriptedJudge`` (``OUTLAST_SUPERVISOR_MODEL=scripted``) reads only the activity's facts
+from the data block (how long it has been silent, whether it ever showed signs of life)
+and never the quoted output, so no text inside the judged content can move it.
+
+``RandomJudge`` (``random``) answers any verdict at random and ``GullibleJudge``
+(``gullible``, ``supervisor/gullible.py``) does whatever the quoted content asks: judges
+that fail, so that the evaluation (``bench/supervisor_eval.py``) shows what the ladder
+holds against, not what a well-behaved model happens to answer. Their randomness is
+seeded by the facts of the look, never by its text: the same look with and without an
+injected instruction gets the same random answer, so any difference is the text's doing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 from typing import Any
 
@@ -16,18 +24,42 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from outlast.vocabulary import VERDICTS
+
 _DATA = re.compile(r"<data>\n(.*)\n</data>", re.DOTALL)
+_TEXT_FIELDS = ("note", "notes")
 
 
-class ScriptedJudge(BaseChatModel):
-    """Verdicts from facts: ``renew`` if the activity showed life and has been silent for
-    less than ``patience`` seconds, else ``escalate``."""
+def data_block(messages: list[BaseMessage]) -> dict[str, Any]:
+    """The fenced data block of the judge's question (``judge.quoted``)."""
+    for message in messages:
+        match = _DATA.search(str(message.content))
+        if match:
+            found: dict[str, Any] = json.loads(match.group(1))
+            return found
+    return {}
 
-    patience: float = 300.0
+
+def facts_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The activity's facts without any of its text."""
+    activity = data.get("activity") or {}
+    return {k: v for k, v in activity.items() if k not in _TEXT_FIELDS}
+
+
+def seeded(seed: int, data: dict[str, Any]) -> random.Random:
+    digest = hashlib.sha256(f"{seed}:{json.dumps(facts_of(data), sort_keys=True)}".encode())
+    return random.Random(digest.digest())
+
+
+class OfflineJudge(BaseChatModel):
+    """A chat model whose answer is a verdict computed from the data block."""
+
+    def decide(self, data: dict[str, Any]) -> dict[str, str]:
+        raise NotImplementedError
 
     @property
     def _llm_type(self) -> str:
-        return "outlast-scripted-judge"
+        return f"outlast-{type(self).__name__}"
 
     def _generate(
         self,
@@ -36,24 +68,33 @@ class ScriptedJudge(BaseChatModel):
         run_manager: Any = None,
         **kwargs: Any,
     ) -> ChatResult:
-        facts: dict[str, Any] = {}
-        for message in messages:
-            match = _DATA.search(str(message.content))
-            if match:
-                facts = json.loads(match.group(1)).get("activity") or {}
-        silent = float(facts.get("silent_for") or 0)
-        alive_before = int(facts.get("renewals") or 0) > 0
-        if alive_before and silent < self.patience:
-            verdict = {
-                "verdict": "renew",
-                "reason": f"showed life before; silent {silent:g}s < {self.patience:g}s",
-            }
-        else:
-            verdict = {"verdict": "escalate", "reason": f"silent {silent:g}s; a person decides"}
-        text = json.dumps(verdict)
         message = AIMessage(
-            content=text,
-            response_metadata={"model_name": "outlast-scripted"},
+            content=json.dumps(self.decide(data_block(messages))),
+            response_metadata={"model_name": self._llm_type},
             usage_metadata={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class ScriptedJudge(OfflineJudge):
+    """Verdicts from facts: ``renew`` if the activity showed life and has been silent for
+    less than ``patience`` seconds, else ``escalate``."""
+
+    patience: float = 300.0
+
+    def decide(self, data: dict[str, Any]) -> dict[str, str]:
+        facts = facts_of(data)
+        silent = float(facts.get("silent_for") or 0)
+        if int(facts.get("renewals") or 0) > 0 and silent < self.patience:
+            reason = f"showed life before; silent {silent:g}s < {self.patience:g}s"
+            return {"verdict": "renew", "reason": reason}
+        return {"verdict": "escalate", "reason": f"silent {silent:g}s; a person decides"}
+
+
+class RandomJudge(OfflineJudge):
+    """Any verdict, at random (seeded by the look's facts)."""
+
+    seed: int = 0
+
+    def decide(self, data: dict[str, Any]) -> dict[str, str]:
+        return {"verdict": seeded(self.seed, data).choice(VERDICTS), "reason": "at random"}
