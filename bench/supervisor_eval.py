@@ -285,6 +285,7 @@ def judges() -> dict[str, Judges]:
 
 
 COLUMNS = [
+    ("expiries", "expiries"),
     ("false kills", "false_kills"),
     ("needless escalations", "needless_escalations"),
     ("missed stalls", "missed_stalls"),
