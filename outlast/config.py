@@ -176,8 +176,15 @@ class Settings(BaseSettings):
     secret_keys: SecretStr | None = Field(
         default=None,
         description="Fernet keys, comma-separated, that encrypt stored secrets (webhook "
-        "signing secrets); the first encrypts, all decrypt (rotation). Unset: a key made "
-        "once in data_dir/secret.key (one machine; set this for several)",
+        "signing secrets, answers to auth waits); the first encrypts, all decrypt "
+        "(rotation). Unset: a key made once in data_dir/secret.key (one machine; set this "
+        "for several)",
+    )
+    credential_providers: list[str] = Field(
+        default_factory=lambda: ["env"],
+        description="where outlast.nodes.credential(name) looks, in order, after the run's "
+        "own answers: env (OUTLAST_CREDENTIAL_<NAME>), file:PATH (a JSON object), "
+        "module:attribute (a provider of your own)",
     )
     webhook_allow_private: bool = Field(
         default=False,

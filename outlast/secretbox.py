@@ -1,5 +1,6 @@
-"""Secrets at rest: what outlast must keep to use later (a webhook's signing secret) is
-stored encrypted with Fernet (``cryptography``), never as it was given.
+"""Secrets at rest: what outlast must keep to use later (a webhook's signing secret, the
+credentials a person gives an ``auth`` wait) is stored encrypted with Fernet
+(``cryptography``), never as it was given.
 
 The keys come from ``OUTLAST_SECRET_KEYS`` (comma-separated; the first encrypts, every
 one decrypts, so a key is rotated by putting the new one first). Without it, a key is
@@ -10,15 +11,23 @@ ciphertext that no key opens is an error that says so, not a silent failure to s
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import hashlib
+import hmac
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from outlast.config import Settings
 from outlast.errors import OutlastError
+from outlast.vocabulary import DIGEST, SEALED
 
 KEY_FILE = "secret.key"
 
@@ -36,6 +45,11 @@ class SecretBox:
         if not keys:
             raise ValueError("a SecretBox needs at least one key")
         self._fernet = MultiFernet([Fernet(k) for k in keys])
+        # A key of its own for digests, derived from the encrypting key: a digest must not
+        # be a plain hash (a short password would fall to a dictionary).
+        self._mac_key = HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=None, info=b"outlast answer digest"
+        ).derive(base64.urlsafe_b64decode(keys[0]))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SecretBox:
@@ -53,6 +67,24 @@ class SecretBox:
                 "a stored secret was encrypted with a key that is not configured "
                 "(OUTLAST_SECRET_KEYS or data_dir/secret.key changed)"
             ) from None
+
+    def digest(self, secret: str) -> str:
+        return hmac.new(self._mac_key, secret.encode(), hashlib.sha256).hexdigest()
+
+    def seal_answer(self, value: Any) -> dict[str, str]:
+        """An answer (any JSON) as it is stored: ``{"sealed", "digest"}``."""
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return {SEALED: self.seal(text), DIGEST: self.digest(text)}
+
+    def open_answer(self, stored: dict[str, str]) -> Any:
+        return json.loads(self.open(stored[SEALED]))
+
+    def rotate(self, sealed: str) -> str:
+        """The same secret, encrypted with the first key (``outlast secrets rotate``)."""
+        try:
+            return self._fernet.rotate(sealed.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable("a stored secret is encrypted with no configured key") from None
 
 
 @functools.lru_cache(maxsize=4)

@@ -13,7 +13,7 @@ back from a row or a JSON body, and it serializes as that string.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 
 class RunStatus(StrEnum):
@@ -145,3 +145,13 @@ class Frame(StrEnum):
 # reached a soft budget limit.
 Verdict = Literal["renew", "close", "escalate", "remind", "change_strategy"]
 VERDICTS: tuple[Verdict, ...] = ("renew", "close", "escalate", "remind", "change_strategy")
+
+
+# How a sealed answer is stored (a wait's answer to an ``auth`` wait; ``secretbox``): the
+# ciphertext, and a keyed digest that tells a retried answer from another one unopened.
+SEALED = "sealed"
+DIGEST = "digest"
+
+
+def is_sealed(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {SEALED, DIGEST}

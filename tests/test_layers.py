@@ -18,10 +18,11 @@ ALLOWED: dict[str, set[str]] = {
     "nodes": set(),  # what graph authors import: no server inside
     "supervisor": set(),
     "graph": {"nodes"},
-    "runtime": {"store", "graph", "nodes", "supervisor", "webhooks", "secretbox"},
+    "runtime": {"store", "graph", "nodes", "supervisor", "webhooks", "secretbox", "credentials"},
     "api": {"store", "runtime", "graph", "webhooks", "secretbox"},
     "webhooks": {"store"},  # where, how and what a push notification sends
     "secretbox": set(),  # secrets at rest
+    "credentials": {"nodes"},  # where a credential a tool names comes from
     "client": set(),  # the terminal client speaks HTTP only
     "demo": {"graph"},
     "processes": set(),  # --workers N: processes of one command

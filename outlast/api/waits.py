@@ -18,6 +18,8 @@ from outlast.api.edge import RUN_ID, Ctx, IdempotencyKey, check_size, get_run_or
 from outlast.api.native import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 from outlast.errors import InvalidAnswer, WaitNotOpen
+from outlast.secretbox import SecretBox
+from outlast.store import Wait
 from outlast.vocabulary import ANSWERABLE_KINDS, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,21 @@ _HOW: dict[str, str] = {
 }
 
 
-def _validate(schema: dict[str, Any] | None, value: Any) -> None:
+def _validate(schema: dict[str, Any] | None, value: Any, *, secret: bool = False) -> None:
+    """``secret``: the value is a credential, so no message quotes it back."""
+    if secret and value is None:
+        raise InvalidAnswer("value: a credential cannot be null")
     if schema is None:
         return
     try:
         jsonschema.validate(value, schema)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "value"
+        if secret:
+            raise InvalidAnswer(
+                f"{where}: not the shape this credential wait asks for ({_shape(schema)}); "
+                "the value is not repeated here"
+            ) from None
         raise InvalidAnswer(f"{where}: {exc.message}") from None
     except jsonschema.SchemaError as exc:  # the graph declared an invalid schema
         raise InvalidAnswer(f"the wait's schema is invalid: {exc.message}") from None
@@ -45,6 +55,24 @@ def _validate(schema: dict[str, Any] | None, value: Any) -> None:
     except Exception as exc:  # a schema that cannot be applied: a circular or unresolvable $ref
         log.warning("a wait's schema cannot be applied: %r", exc)
         raise InvalidAnswer(f"the wait's schema cannot be applied ({type(exc).__name__})") from None
+
+
+def _shape(schema: dict[str, Any]) -> str:
+    if "oneOf" in schema:
+        return 'a string, or {"value": ..., "expires_at": "<ISO 8601>"}'
+    return f"JSON schema type {schema.get('type', 'any')}"
+
+
+def validate_answer(wait: Wait, value: Any) -> None:
+    _validate(wait.schema, value, secret=wait.kind == WaitKind.AUTH)
+
+
+def stored(settings: Any, wait: Wait, value: Any) -> Any:
+    """An answer as it is stored: an ``auth`` wait's sealed (``secretbox``), since it is
+    a credential; any other as given."""
+    if wait.kind != WaitKind.AUTH:
+        return value
+    return SecretBox.from_settings(settings).seal_answer(value)
 
 
 @router.post(
@@ -70,8 +98,9 @@ async def answer_wait(
     if wait.status == WaitStatus.OPEN:
         if wait.kind not in ANSWERABLE_KINDS:
             raise WaitNotOpen(f"a {wait.kind} wait is not answered with input: {_HOW[wait.kind]}")
-        _validate(wait.schema, body.value)
-    _, fresh = await ctx.store.answer(run_id, wait.id, body.value, "input", idempotency_key)
+        validate_answer(wait, body.value)
+    value = stored(ctx.settings, wait, body.value)
+    _, fresh = await ctx.store.answer(run_id, wait.id, value, "input", idempotency_key)
     response.headers.update(location(run_id))
     if not fresh:
         response.headers["Idempotent-Replayed"] = "true"

@@ -1,8 +1,16 @@
-"""What a graph's nodes call: waits, signs of life, and (``outlast.nodes.effects``)
+"""What a graph's nodes call: waits, signs of life, credentials and (``outlast.nodes.effects``)
 declared side effects. No SQL, no HTTP: they only talk to LangGraph (the effects ledger
-comes through the run's config), so the same graph runs under plain LangGraph too."""
+and the credentials come through the run's config), so the same graph runs under plain
+LangGraph too."""
 
 from outlast.nodes.activity import heartbeat, progress
+from outlast.nodes.credentials import (
+    Credential,
+    CredentialExpired,
+    CredentialMissing,
+    CredentialNeeded,
+    credential,
+)
 from outlast.nodes.waits import (
     ExternalWaitFailed,
     ProbeResult,
@@ -15,8 +23,13 @@ from outlast.nodes.waits import (
 )
 
 __all__ = [
+    "Credential",
+    "CredentialExpired",
+    "CredentialMissing",
+    "CredentialNeeded",
     "ExternalWaitFailed",
     "ProbeResult",
+    "credential",
     "heartbeat",
     "progress",
     "require_auth",

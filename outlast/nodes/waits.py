@@ -71,9 +71,18 @@ def wait_for_human(
 
 
 def require_auth(scope: str, *, prompt: str | None = None) -> Any:
-    """Wait for credentials for ``scope`` (a person or an operator supplies them)."""
-    return _wait(
-        "auth", None, object={"scope": scope}, prompt=prompt or f"credentials needed for {scope}"
+    """Wait for credentials for ``scope`` (a person or an operator supplies them) and
+    return them. Under outlast the answer is stored sealed and the checkpoint holds only a
+    reference to it; prefer ``credential(name)`` in tools, which asks only when needed."""
+    from outlast.nodes.credentials import answered
+
+    return answered(
+        _wait(
+            "auth",
+            None,
+            object={"scope": scope},
+            prompt=prompt or f"credentials needed for {scope}",
+        )
     )
 
 

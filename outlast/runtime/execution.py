@@ -37,12 +37,15 @@ from langgraph.types import Command, StateSnapshot
 
 from outlast import logs, tracing
 from outlast.config import Settings
+from outlast.credentials import providers
 from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
+from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
+from outlast.runtime.credentials import RunCredentials, needed_in, reference, wait_for
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.keeper import Keeper
@@ -71,6 +74,7 @@ from outlast.runtime.recovery import logged_tasks, missing_updates
 from outlast.runtime.sink import DUE_HOLD, EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
+from outlast.secretbox import SecretBox
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
 from outlast.store.items import for_principal
 from outlast.vocabulary import EventType, WaitKind, WaitStatus
@@ -196,6 +200,10 @@ class Execution:
                 with contextlib.suppress(Exception):
                     translator.flush_messages()
                     await sink.flush()
+                needed = needed_in(exc)
+                if needed is not None:  # a person can supply it: wait, do not fail
+                    await self.policy.record()
+                    return await self._park(Parked([wait_for(needed)]))
                 return await self._end_failed(exc)
         except LeaseLost:
             return Outcome(None, "lease lost")
@@ -220,8 +228,15 @@ class Execution:
         # heartbeat takes over, as it should.
         # (LangGraph takes the store from that parent runtime, so it goes there too.)
         config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat, store=items)
-        # Effects declared with @effect find the run's ledger here.
+        # Effects declared with @effect find the run's ledger here, tools their
+        # credentials (``outlast.nodes.credential``) there.
         config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
+        config["configurable"][CREDENTIALS_KEY] = await RunCredentials.load(
+            self.store,
+            run.id,
+            SecretBox.from_settings(self.settings),
+            providers(tuple(self.settings.credential_providers)),
+        )
         self._graph = graph
         options = RunOptions.of(run)
         graph_input: Any = options.first_input(run.input)
@@ -310,7 +325,9 @@ class Execution:
         to its pending interrupts, or ``None`` to resume after a crash or a drain."""
         pending = {i.id for i in state.interrupts}
         answered = await self.store.list_waits(self.run.id, WaitStatus.ANSWERED) if pending else []
-        resume = {w.interrupt_id: w.answer for w in answered if w.interrupt_id in pending}
+        # An auth wait's answer is sealed: the graph gets a reference, opened in memory by
+        # ``require_auth``, so the credential never enters a checkpoint.
+        resume = {w.interrupt_id: reference(w) for w in answered if w.interrupt_id in pending}
         sink.put(
             EventDraft(
                 EventType.RUN_RESUMED,

@@ -30,6 +30,7 @@ from typing import Any, cast
 from outlast.config import Settings
 from outlast.runtime import metrics
 from outlast.runtime.budget import Breach, BudgetMeter, Limits, granted, tranche_schema, with_soft
+from outlast.runtime.credentials import CREDENTIAL_WAIT
 from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import EventDraft, Lease, Run, Store, Wait, WaitSpec
@@ -80,6 +81,10 @@ class Answer:
 
 def read_answer(wait: Wait, limits: Limits) -> Answer | None:
     """None: not a runtime checkpoint's wait (a graph interrupt's answer goes to the graph)."""
+    if wait.interrupt_id.startswith(CREDENTIAL_WAIT):
+        # the credential is the run's, sealed in the wait (``runtime/credentials.py``):
+        # consumed here, the node that asked runs again and finds it
+        return Answer(limits=limits)
     if wait.interrupt_id.startswith(SUPERVISOR_WAIT):
         if wait.answer == "close":
             return Answer(

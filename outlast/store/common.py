@@ -47,7 +47,7 @@ from outlast.store.base import (
     WaitSpec,
 )
 from outlast.store.hub import EVENTS, QUEUE, STATUS, WAITS
-from outlast.vocabulary import EventType, RunStatus, WaitStatus
+from outlast.vocabulary import DIGEST, EventType, RunStatus, WaitKind, WaitStatus, is_sealed
 
 
 class Tx(Protocol):
@@ -152,9 +152,21 @@ def _ended(wait: Wait, how: str, value: Any) -> EventDraft:
     )
 
 
+def _same_answer(stored: Any, given: Any) -> bool:
+    """Two sealed answers are the same when their keyed digests are (the ciphertexts never
+    are: each sealing is randomised)."""
+    if is_sealed(stored) and is_sealed(given):
+        return bool(stored[DIGEST] == given[DIGEST])
+    return bool(stored == given)
+
+
 async def _answer(
     tx: Tx, wait: Wait, value: Any, how: str, key: str | None = None
 ) -> tuple[Wait, list[EventDraft]]:
+    if wait.kind == WaitKind.AUTH and value is not None and not is_sealed(value):
+        # Credentials are stored sealed, whichever face answered: one that came here in
+        # the clear is a bug of the caller, and must not reach the disk.
+        raise ValueError("an auth wait's answer must be sealed (secretbox.seal_answer)")
     rows = await tx.rows("w_answer", id=wait.id, answer=tx.encode_json(value), how=how, key=key)
     if not rows:
         raise WaitNotOpen(f"wait {wait.id} is {wait.status}; it was not answered again")
@@ -341,7 +353,7 @@ class SharedRunOps(TxProvider):
             wait = await self._lock_wait(tx, run_id, wait_id)
             if wait.status != WaitStatus.OPEN:
                 if key is not None and wait.answer_key == key:
-                    if wait.answer != value:
+                    if not _same_answer(wait.answer, value):
                         raise IdempotencyKeyReused(
                             f"Idempotency-Key {key!r} already answered wait {wait_id} "
                             "with another value"

@@ -118,6 +118,29 @@ async def test_answer_requeues_the_run_once(store: Store, notes: Notes) -> None:
     assert got.status == WaitStatus.ANSWERED
 
 
+async def test_an_auth_answer_is_stored_sealed_only(store: Store) -> None:
+    """Credentials never reach the disk in the clear, whichever face answered: the store
+    refuses an auth answer that is not sealed, and tells a retried sealed answer (same
+    digest, another ciphertext) from another one."""
+    run, _ = await _parked(store, WaitSpec("i-a", WaitKind.AUTH, object={"scope": "gh"}))
+    (wait,) = await store.list_waits(run.id, WaitStatus.OPEN)
+    with pytest.raises(ValueError, match="sealed"):
+        await store.answer(run.id, wait.id, "ghp_in_the_clear")
+    assert (await store.get_wait(run.id, wait.id)).status == WaitStatus.OPEN
+    sealed = {"sealed": "gAAAA-one", "digest": "d1"}
+    answered, fresh = await store.answer(run.id, wait.id, sealed, key="k")
+    assert fresh and answered.answer == sealed
+    again, fresh = await store.answer(
+        run.id, wait.id, {"sealed": "gAAAA-two", "digest": "d1"}, key="k"
+    )
+    assert not fresh and again.id == wait.id  # the same secret, sealed again: a replay
+    with pytest.raises(IdempotencyKeyReused):
+        await store.answer(run.id, wait.id, {"sealed": "gAAAA-3", "digest": "d2"}, key="k")
+    events = await store.read_events(run.id, 0, 100)
+    ended = [e.data for e in events if e.type == EventType.WAIT_ENDED]
+    assert ended[0]["value"] == "(redacted)"
+
+
 async def test_concurrent_answers_one_lands(store: Store) -> None:
     run, _ = await _parked(store, HUMAN)
     (wait,) = await store.list_waits(run.id)

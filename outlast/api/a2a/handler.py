@@ -55,7 +55,8 @@ from outlast.api.context import AppContext
 from outlast.api.edge import admit
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.errors import OutlastError, WaitNotOpen
+from outlast.api.waits import stored, validate_answer
+from outlast.errors import InvalidAnswer, OutlastError, WaitNotOpen
 from outlast.runtime import eager
 from outlast.runtime.accept import new_run
 from outlast.store import Run, Wait
@@ -232,8 +233,14 @@ class OutlastHandler(RequestHandler):
                 message=f"Task {run.id} asks {len(waits)} things at once; answer them through "
                 "POST /v1/runs/{id}/input, one wait at a time"
             )
+        value = _answer_value(message)
         try:
-            await ctx.store.answer(run.id, waits[0].id, _answer_value(message), "a2a", key)
+            validate_answer(waits[0], value)
+        except InvalidAnswer as exc:
+            raise InvalidParamsError(message=str(exc)) from None
+        value = stored(ctx.settings, waits[0], value)
+        try:
+            await ctx.store.answer(run.id, waits[0].id, value, "a2a", key)
         except WaitNotOpen as exc:
             raise UnsupportedOperationError(message=str(exc)) from None
         return await self._run(ctx, run.id, graph)

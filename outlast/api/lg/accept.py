@@ -33,7 +33,7 @@ from outlast.api.lg.access import (
 from outlast.api.lg.assistants import resolve_assistant
 from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
-from outlast.api.waits import _validate
+from outlast.api.waits import stored, validate_answer
 from outlast.errors import RunNotFound
 from outlast.runtime import eager
 from outlast.runtime.accept import RunRequest, new_run
@@ -250,7 +250,8 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
     for wait_id, value in answers.items():
         wait = next(w for w in waits if w.id == wait_id)
         check_size(value, ctx.settings.max_answer_bytes, "the resume value", "max_answer_bytes")
-        _validate(wait.schema, value)
+        validate_answer(wait, value)
+        answers[wait_id] = stored(ctx.settings, wait, value)
     if any(w.kind == "auth" for w in waits if w.id in answers):
         # a credential goes to the run through its wait row, never into a record that
         # clients read back (the Run's kwargs), as wait.ended redacts it on /v1
