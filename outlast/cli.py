@@ -127,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # must be the client.
         timeout_keep_alive=settings.http_keep_alive,
         # uvicorn's own config would give its loggers text handlers; JSON goes through root.
-        log_config=None if args.log_format == "json" else LOGGING_CONFIG,
+        log_config=None if args.log_format == "json" else logs.uvicorn_config(LOGGING_CONFIG),
     )
     server.append(uvicorn.Server(config))
     server[0].run(sockets=[inherited] if inherited is not None else None)

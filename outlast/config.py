@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     # Transport clock: one SSE connection.
     stream_max_seconds: float = Field(default=600.0, gt=0)
     stream_keepalive: float = Field(default=15.0, gt=0)
+    stream_token_ttl: float = Field(
+        default=300.0, gt=0, le=86_400, description="how long a minted stream token opens"
+    )
     langgraph_heartbeat: float = Field(
         default=5.0,
         gt=0,

@@ -45,11 +45,17 @@ class SecretBox:
         if not keys:
             raise ValueError("a SecretBox needs at least one key")
         self._fernet = MultiFernet([Fernet(k) for k in keys])
+        self._primary = base64.urlsafe_b64decode(keys[0])
         # A key of its own for digests, derived from the encrypting key: a digest must not
         # be a plain hash (a short password would fall to a dictionary).
-        self._mac_key = HKDF(
-            algorithm=hashes.SHA256(), length=32, salt=None, info=b"outlast answer digest"
-        ).derive(base64.urlsafe_b64decode(keys[0]))
+        self._mac_key = self.derive(b"outlast answer digest")
+
+    def derive(self, purpose: bytes) -> bytes:
+        """A key for one purpose (digests, stream tokens), derived from the encrypting
+        key: every process that shares the keys derives the same one."""
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose).derive(
+            self._primary
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SecretBox:

@@ -220,6 +220,26 @@ async def test_a_gap_is_shown_as_a_gap_with_a_fresh_snapshot(store: Store, page:
         await shot(page, "gap", "ended")
 
 
+async def test_a_credential_is_typed_into_a_password_field(store: Store, page: Any) -> None:
+    secret = "console-typed-secret"
+    async with console(store) as (srv, proxy):
+        run = await post_run(srv.client, graph="asks_auth")
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
+        form = page.locator("#answer-form")
+        await form.wait_for(state="visible", timeout=PAGE_WAIT)
+        field = form.locator("[name='answer']")
+        assert await field.get_attribute("type") == "password"
+        assert await field.get_attribute("autocomplete") == "off"
+        await field.fill(secret)
+        await form.locator("button[type='submit']").click()
+        await page.wait_for_selector("#status.completed", timeout=PAGE_WAIT)
+        assert secret not in await page.content()  # wait.ended shows it redacted
+        final = await wait_result(srv.client, run["id"])
+        from tests.credential_graphs import digest
+
+        assert final["result"]["got"] == digest(secret)
+
+
 async def test_the_console_works_with_api_keys(store: Store, page: Any) -> None:
     key = "console-key-0123456789"
     async with console(store, api_keys=f"ops:{key}") as (srv, proxy):
@@ -229,6 +249,8 @@ async def test_the_console_works_with_api_keys(store: Store, page: Any) -> None:
                 "/v1/runs", json={"graph": "steps", "input": STEPS}, headers=headers
             )
         ).json()
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
         await page.goto(f"http://127.0.0.1:{proxy.port}/")
         await page.wait_for_function(
             "document.querySelector('#conn-text').textContent.includes('needs an API key')"
@@ -242,3 +264,7 @@ async def test_the_console_works_with_api_keys(store: Store, page: Any) -> None:
         final = (await srv.client.get(f"/v1/runs/{run['id']}", headers=headers)).json()
         assert await timeline_seqs(page) == list(range(1, final["last_seq"] + 1))
         await shot(page, "keys", "followed")
+        # the stream opened with a token minted for it; the key itself was in no URL
+        streams = [u for u in urls if f"/v1/runs/{run['id']}/events" in u]
+        assert streams and all("stream_token=st1." in u for u in streams), streams
+        assert not any(key in u for u in urls)

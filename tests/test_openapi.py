@@ -9,7 +9,7 @@ settings differ from the defaults, each for a stated reason:
 * ``positive_data_acceptance`` is replaced by the same check less the few refusals no
   document can describe (state, or two fields compared): ``tests/schemathesis_hooks.py``.
 * ``allow-extra-parameters = false``: the server ignores query parameters it does not
-  know (a cache-buster, ``access_token`` on the stream), on purpose.
+  know (a cache-buster, ``stream_token`` on the stream), on purpose.
 
 Deterministic generation and a bounded number of examples per operation keep it from
 failing at random and its time bounded.
@@ -99,7 +99,7 @@ def test_schemathesis_with_all_checks_finds_nothing(db_url: str, tmp_path: Path)
     finally:
         kill(proc)
     assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-3000:]
-    assert "Tested: 22" in done.stdout, done.stdout[-3000:]  # every /v1 operation
+    assert "Tested: 23" in done.stdout, done.stdout[-3000:]  # every /v1 operation
 
 
 # -- every OUTLAST_* variable through outlast.config --------------------------------------

@@ -73,8 +73,9 @@ async def test_another_principal_gets_404_everywhere_and_moves_nothing(store: St
         ]:
             response = await c.request(method, path, json=payload, headers=bob)
             assert is_problem(response, 404)["title"] == "Run not found", path
-        streamed = await c.get(f"/v1/runs/{run_id}/events?access_token={BOB}")
-        assert streamed.status_code == 404
+        # nor mint a stream token for it
+        minted = await c.post(f"/v1/runs/{run_id}/stream-token", headers=bob)
+        assert is_problem(minted, 404)["title"] == "Run not found"
         # Bob cannot join Alice's thread, and is not told whose it is.
         for path in ("/v1/runs", "/v1/threads/t-owned/runs"):
             joined = await c.post(
@@ -96,7 +97,8 @@ async def test_another_principal_gets_404_everywhere_and_moves_nothing(store: St
         # Alice's own signal does, and she can follow with a browser-style token.
         woke = (await c.post("/v1/signals/go", json={}, headers=auth(ALICE))).json()["runs"]
         assert woke == [run_id]
-        async with c.stream("GET", f"/v1/runs/{run_id}/events?access_token={ALICE}") as stream:
+        token = (await c.post(f"/v1/runs/{run_id}/stream-token", headers=auth(ALICE))).json()
+        async with c.stream("GET", token["events_url"]) as stream:
             assert stream.status_code == 200
             lines = [line async for line in stream.aiter_lines()]
         assert "event: run.completed" in lines

@@ -33,6 +33,7 @@ from outlast.errors import StoreUnavailable
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
+from outlast.secretbox import SecretBox
 from outlast.store import Store, make_store
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,12 @@ class OutlastAPI(FastAPI):
 
     keys: KeyRing = KeyRing()
     limiter: RateLimiter = RateLimiter(0)
+    box: SecretBox | None = None  # stream tokens (api/stream_tokens.py)
 
     cors_origins: tuple[str, ...] = ("*",)
 
     def build_middleware_stack(self) -> ASGIApp:
-        inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter)
+        inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter, self.box)
         # CORS outside authentication: a browser's preflight carries no key.
         return lg.cors(
             lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)), self.cors_origins
@@ -121,6 +123,7 @@ def create_app(
     )
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)
+    app.box = SecretBox.from_settings(settings) if app.keys.enabled else None
     app.cors_origins = tuple(settings.cors_origins)
     problems.install(app)
     document.install(app)

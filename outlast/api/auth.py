@@ -10,9 +10,11 @@ right.
 With keys configured every route needs ``Authorization: Bearer <key>`` (or ``x-api-key:
 <key>``, as LangGraph's SDKs send it), except the
 health checks, the console's static page and the OpenAPI document (they hold no data).
-A browser's ``EventSource`` cannot send headers, so the events stream also takes
-``?access_token=``. Without keys every caller is the anonymous principal ``""`` and the
-server refuses to listen beyond loopback unless told otherwise (``cli.py``).
+A key is never taken from a URL (it would be in every access log): a browser's
+``EventSource``, which cannot send headers, opens a run's events stream with a stream
+token minted for it (``api/stream_tokens.py``). Without keys every caller is the anonymous
+principal ``""`` and the server refuses to listen beyond loopback unless told otherwise
+(``cli.py``).
 
 The request rate is limited per principal with a token bucket (``OUTLAST_RATE_LIMIT``
 requests per second, bursts of twice that); a refusal is ``429`` with ``Retry-After``.
@@ -31,15 +33,19 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from outlast.api import stream_tokens
 from outlast.api.problems import send_problem
 from outlast.errors import OutlastError
+from outlast.secretbox import SecretBox
 
 # An A2A Agent Card is public: it is how a caller learns how to call (and authenticate).
 PUBLIC = re.compile(
     r"^/(healthz|readyz|docs|docs/.*|openapi\.json|console/.*|info|ok"
     r"|a2a/[^/]+/\.well-known/agent-card\.json)?$"
 )
-STREAM = re.compile(r"^/v1/runs/[^/]+/events$")
+STREAM = re.compile(r"^/v1/runs/(?P<run>[^/]+)/events$")
+# Query parameters that carry a credential: refused or redacted wherever they appear.
+SECRET_PARAMS = ("access_token", "stream_token", "api_key", "apikey", "token", "key")
 
 
 class KeysInvalid(OutlastError):
@@ -122,19 +128,43 @@ def _token(scope: Scope) -> str | None:
         if name == b"x-api-key":  # what LangGraph's SDKs send (LANGGRAPH_API_KEY)
             token = value.decode("latin-1").strip()
             return token or None
-    if STREAM.match(scope["path"]):
-        tokens = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("access_token")
-        return tokens[0] if tokens else None
     return None
+
+
+def _query(scope: Scope, name: str) -> str | None:
+    found = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return found[0] if found else None
+
+
+KEY_IN_URL = (
+    "API keys are not accepted in URLs (they end up in logs); send Authorization: Bearer "
+    "or X-Api-Key, or, from a browser's EventSource, a stream token "
+    "(POST /v1/runs/{id}/stream-token)"
+)
 
 
 class Authenticate:
     """Sets ``request.state.principal``; refuses unknown keys and callers over their rate."""
 
-    def __init__(self, app: ASGIApp, keys: KeyRing, limiter: RateLimiter) -> None:
+    def __init__(
+        self, app: ASGIApp, keys: KeyRing, limiter: RateLimiter, box: SecretBox | None = None
+    ) -> None:
         self.app = app
         self.keys = keys
         self.limiter = limiter
+        self.box = box  # checks stream tokens
+
+    def _streamer(self, scope: Scope) -> str | None:
+        """The principal of a valid stream token for the run whose events are asked;
+        raises ``_Refused`` for a token that does not open them."""
+        stream = STREAM.match(scope["path"])
+        token = _query(scope, "stream_token")
+        if stream is None or token is None or self.box is None:
+            return None
+        granted = stream_tokens.check(self.box, token, stream["run"])
+        if isinstance(granted, str):
+            raise _Refused(granted)
+        return granted.principal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,9 +174,15 @@ class Authenticate:
         public = bool(PUBLIC.match(scope["path"]))
         if self.keys.enabled and not public:
             token = _token(scope)
-            found = self.keys.principal_for(token) if token else None
-            if found is None:
+            try:
+                found = self.keys.principal_for(token) if token else self._streamer(scope)
+            except _Refused as refused:
+                found, detail = None, str(refused)
+            else:
                 detail = "an API key is required" if token is None else "unknown API key"
+            if found is None:
+                if token is None and _query(scope, "access_token") is not None:
+                    detail = KEY_IN_URL
                 await send_problem(
                     send, 401, detail, title="Unauthorized", headers={"WWW-Authenticate": "Bearer"}
                 )
@@ -168,3 +204,7 @@ class Authenticate:
                 return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
+
+
+class _Refused(Exception):
+    """A stream token that does not open this stream (says why)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Annotated, Any
 
@@ -10,6 +11,7 @@ from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
+from outlast.api import stream_tokens
 from outlast.api.document import declared
 from outlast.api.edge import (
     RUN_ID,
@@ -23,11 +25,19 @@ from outlast.api.edge import (
     run_key,
 )
 from outlast.api.native import accepted, location, run_request, snapshot
-from outlast.api.schemas import _ID, CancelRequest, RunCreate, RunPage, RunSnapshot
+from outlast.api.schemas import (
+    _ID,
+    CancelRequest,
+    RunCreate,
+    RunPage,
+    RunSnapshot,
+    StreamToken,
+)
 from outlast.api.sse import Cursor, counted, stream
 from outlast.errors import RunNotFound
 from outlast.runtime import eager
 from outlast.runtime.accept import new_run
+from outlast.secretbox import SecretBox
 from outlast.store.hub import STATUS, wait_for
 from outlast.vocabulary import RunStatus
 
@@ -127,6 +137,26 @@ async def run_events(ctx: Ctx, cursor: Cursor, run: RunOf) -> EventSourceRespons
         ping=ctx.settings.stream_keepalive,
         send_timeout=30,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post(
+    "/runs/{run_id}/stream-token",
+    status_code=201,
+    response_model=StreamToken,
+    responses=declared(404),
+)
+async def stream_token(ctx: Ctx, run: RunOf) -> StreamToken:
+    """A token that opens this run's events stream for ``OUTLAST_STREAM_TOKEN_TTL``
+    seconds: ``GET /v1/runs/{id}/events?stream_token=…``, for a browser's
+    ``EventSource``, which cannot send headers. An API key itself is never accepted in a
+    URL (it would be written in access logs)."""
+    box = SecretBox.from_settings(ctx.settings)
+    token, expires = stream_tokens.mint(box, ctx.principal, run.id, ctx.settings.stream_token_ttl)
+    return StreamToken(
+        token=token,
+        expires_at=dt.datetime.fromtimestamp(expires, dt.UTC),
+        events_url=f"/v1/runs/{run.id}/events?stream_token={token}",
     )
 
 

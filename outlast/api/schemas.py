@@ -353,6 +353,14 @@ class SignalResult(BaseModel):
     runs: list[str]
 
 
+class StreamToken(BaseModel):
+    """Opens one run's events stream for a while, from where headers cannot be sent."""
+
+    token: str
+    expires_at: dt.datetime
+    events_url: str = Field(description="the stream's URL with the token in it")
+
+
 class ThreadRunCreate(RunCreate):
     """A run on this thread, from its latest checkpoint."""
 

@@ -191,6 +191,7 @@ class RunPage {
   }
 
   stop() {
+    this.stopped = true;
     clearInterval(this.ticker);
     clearTimeout(this.reopenTimer);
     clearInterval(this.countdown);
@@ -198,13 +199,25 @@ class RunPage {
   }
 
   // The stream: EventSource resumes with Last-Event-ID by itself after a network error;
-  // when it gives up (an HTTP error), we reopen it with ?after= and say when.
-  open() {
+  // when it gives up (an HTTP error), we reopen it with ?after= and say when. With an
+  // API key, the stream opens with a token minted for it: a key never goes in a URL
+  // (it would be in every access log). A token that expired is an HTTP error too: the
+  // reopen mints another.
+  async open() {
     const params = new URLSearchParams();
     if (this.lastSeq) params.set("after", String(this.lastSeq));
-    if (key()) params.set("access_token", key());
-    const url = `/v1/runs/${this.id}/events${params.toString() ? "?" + params : ""}`;
     setConn(this.lastSeq ? "reconnecting" : "connecting", "opening the stream");
+    if (key()) {
+      try {
+        const minted = await api(`/v1/runs/${this.id}/stream-token`, { method: "POST" });
+        params.set("stream_token", minted.token);
+      } catch (err) {
+        if (!this.stopped) this.failed(null);
+        return;
+      }
+      if (this.stopped || this.ended) return;  // left or ended while the token came
+    }
+    const url = `/v1/runs/${this.id}/events${params.toString() ? "?" + params : ""}`;
     const source = new EventSource(url);
     this.source = source;
     source.onopen = () => this.opened();
@@ -241,12 +254,13 @@ class RunPage {
   failed(source) {
     if (this.ended) return;
     if (!this.dropped) { this.dropped = true; this.dropSeq = this.lastSeq; }
-    if (source.readyState === EventSource.CONNECTING) {
+    if (source && source.readyState === EventSource.CONNECTING) {
       this.say(`reconnecting`, this.retryMs / 1000);
       return;
     }
-    // Closed for good (an HTTP error): reopen ourselves, with growing pauses.
-    source.close();
+    // Closed for good (an HTTP error), or no token could be minted: reopen ourselves,
+    // with growing pauses.
+    if (source) source.close();
     const wait = Math.min(10, this.backoff);
     this.backoff *= 2;
     this.say("reconnecting", wait);

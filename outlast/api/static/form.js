@@ -95,7 +95,15 @@ const SchemaForm = (() => {
     },
   };
 
+  // A credential: typed into a password field, never shown, never autocompleted.
+  function secret(wait) {
+    const input = el("input", { name: "answer", type: "password", autocomplete: "off" });
+    const what = (wait.object && (wait.object.credential || wait.object.scope)) || "the credential";
+    return { node: labelled(`${what}`, input, true), read: () => input.value };
+  }
+
   function build(wait) {
+    if (wait.kind === "auth") return secret(wait);
     const schema = wait.schema || DEFAULTS[wait.kind] || null;
     return field(schema, "answer", true);
   }
