@@ -550,6 +550,17 @@ async def test_what_the_fuzzing_found_is_refused_and_changes_nothing(store: Stor
         # the route, a 500
         history = await srv.client.get("/threads/hostile-found/history?before=%1A%00")
         assert history.status_code == 422 and history.json()["detail"], history.text
+        # an offset past what a database binds: an OverflowError, a 500
+        huge = 232505086207991906304
+        for path, body in (
+            ("/assistants/search", {"offset": huge}),
+            ("/threads/search", {"offset": huge}),
+            ("/store/items/search", {"namespace_prefix": [], "offset": huge}),
+        ):
+            found = await srv.client.post(path, json=body)
+            assert found.status_code == 422 and found.json()["detail"], (path, found.text)
+        listed = await srv.client.get(f"/threads/hostile-found/runs?offset={huge}")
+        assert listed.status_code == 422, listed.text
         after = await _waiting(srv.client, run["id"])
         assert after["waits"] == snap["waits"]
         assert (after["last_seq"], await _count_runs(store)) == before

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
+from outlast.api.lg.schemas import Offset
 from outlast.errors import OutlastError, UnknownGraph
 from outlast.store.assistants import AssistantExists, AssistantNotFound
 from outlast.store.base import Assistant, system_assistant_id
@@ -200,7 +201,7 @@ class Filters(BaseModel):
 
 class SearchBody(Filters):
     limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: Offset = 0
     sort_by: SortBy | None = None
     sort_order: Literal["asc", "desc"] | None = None
     select: list[SelectField] | None = None
@@ -229,7 +230,7 @@ class PatchBody(BaseModel):
 class VersionsBody(BaseModel):
     metadata: dict[str, Any] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: Offset = 0
 
 
 class LatestBody(BaseModel):

@@ -43,7 +43,7 @@ from outlast.api.lg.follow import (
     terminal,
     wait_until_over,
 )
-from outlast.api.lg.schemas import BulkCancel, RunCreate
+from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
 from outlast.runtime.options import NO_CHECKPOINT, before_run, restore_as_head
 from outlast.store import LgRun, RunStatus
@@ -204,7 +204,7 @@ async def list_runs(
     request: Request,
     thread_id: ThreadId,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
     | None = None,
     select: Annotated[list[str] | None, Query()] = None,

@@ -9,7 +9,7 @@ lone surrogates, non-finite numbers), as on ``/v1``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -61,13 +61,19 @@ class ThreadCreate(_Lenient):
     supersteps: list[Superstep] | None = Field(default=None, max_length=100)
 
 
+# A page offset: past 2**31 - 1 no database binds it (SQLite overflows at 2**63, and no
+# listing is that long), so it is refused as bad input rather than failing the query.
+MAX_OFFSET = 2**31 - 1
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+
+
 class ThreadSearch(_Lenient):
     ids: list[str] | None = None
     metadata: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: Offset = 0
     sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = (
         "created_at"
     )

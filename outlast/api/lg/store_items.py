@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outlast.api.edge import ctx_of
+from outlast.api.lg.schemas import Offset
 from outlast.api.schemas import _check_storable
 from outlast.errors import OutlastError
 from outlast.store.items import check_filter, check_labels, for_principal
@@ -24,7 +25,6 @@ router = APIRouter(tags=["langgraph"])
 
 Key = Annotated[str, Field(min_length=1)]
 Limit = Annotated[int, Field(ge=1, le=1000)]
-Offset = Annotated[int, Field(ge=0, le=2**31 - 1)]
 # In minutes, from a second to a century: outside that, the stores' date arithmetic fails
 # (Postgres cannot read the exponent Python writes for a tiny interval; SQLite overflows).
 MIN_TTL, MAX_TTL = 1 / 60, 100 * 365 * 24 * 60
