@@ -19,6 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from outlast.credentials import RefreshingProvider
 from outlast.nodes import CredentialExpired, CredentialMissing, credential, require_auth
 from outlast.nodes.waits import sleep_for
+from tests.graphs import _single as single
 
 
 def digest(value: Any) -> str:
@@ -107,15 +108,7 @@ async def _picky(state: TokenState) -> dict[str, Any]:
     return {"got": {"token": digest(got.value), "source": got.source}}
 
 
-def _single(fn: Any) -> Any:
-    b = StateGraph(TokenState)
-    b.add_node("call", fn)
-    b.add_edge(START, "call")
-    b.add_edge("call", END)
-    return b.compile()
-
-
-picky = _single(_picky)
+picky = single(_picky, TokenState)
 
 
 async def _asks(state: TokenState) -> dict[str, Any]:
@@ -123,4 +116,4 @@ async def _asks(state: TokenState) -> dict[str, Any]:
     return {"got": digest(require_auth("vault"))}
 
 
-asks_auth = _single(_asks)
+asks_auth = single(_asks, TokenState)

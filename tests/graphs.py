@@ -162,8 +162,9 @@ class WaitState(TypedDict, total=False):
     more: Any
 
 
-def _single(fn: Any) -> Any:
-    b = StateGraph(WaitState)
+def _single(fn: Any, state: Any = WaitState) -> Any:
+    """A graph of one node, ``fn``."""
+    b = StateGraph(state)
     b.add_node("wait", fn)
     b.add_edge(START, "wait")
     b.add_edge("wait", END)
