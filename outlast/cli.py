@@ -230,6 +230,49 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _secrets(settings: Settings, rotate: bool) -> tuple[int, int, int, int]:
+    """(sealed, opened by an older key, unreadable, re-sealed)."""
+    from outlast.secretbox import SecretBox
+    from outlast.store import make_store
+
+    box = SecretBox.from_settings(settings)
+    store = make_store(settings)
+    await store.open()
+    try:
+        items = await store.sealed_secrets()
+        older = unreadable = resealed = 0
+        for item in items:
+            position = box.which_key(item.sealed)
+            if position is None:
+                unreadable += 1
+                console.print(f"[red]unreadable[/]: {item.table} {item.id} ({item.field})")
+            elif position > 0:
+                older += 1
+                if rotate and await store.reseal(item, box.rotate(item.sealed)):
+                    resealed += 1
+        return len(items), older, unreadable, resealed
+    finally:
+        await store.close()
+
+
+def cmd_secrets(args: argparse.Namespace) -> int:
+    """``check``: every stored secret opens with OUTLAST_SECRET_KEYS; ``rotate``: the
+    ones only an older key opens are encrypted again with the first, after which the
+    older key can be dropped. Unreadable ones are left as they are and named."""
+    settings = _settings(args)
+    rotate = args.secrets_command == "rotate"
+    total, older, unreadable, resealed = asyncio.run(_secrets(settings, rotate))
+    said = f"{total} sealed secret(s): {total - older - unreadable} with the first key"
+    said += f", {older} with an older key" + (f" ({resealed} re-sealed)" if rotate else "")
+    console.print(f"{_describe(settings)}: {said}, {unreadable} unreadable")
+    if unreadable:
+        console.print(
+            "[red]some secrets open with none of the configured keys[/]: put the key that "
+            "sealed them back in OUTLAST_SECRET_KEYS (after the new one); nothing was changed"
+        )
+    return 1 if unreadable else 0
+
+
 def cmd_key_new(args: argparse.Namespace) -> int:
     """Print a new key once; only its digest is written to the keys file."""
     import json
@@ -287,6 +330,16 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
     _common(migrate)
     migrate.set_defaults(func=cmd_migrate)
+
+    secrets = sub.add_parser("secrets", help="stored secrets: check the keys open them, rotate")
+    secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
+    for name, what in (
+        ("check", "every stored secret opens with OUTLAST_SECRET_KEYS"),
+        ("rotate", "re-seal with the first key what only an older key opens"),
+    ):
+        command = secrets_sub.add_parser(name, help=what)
+        _common(command)
+        command.set_defaults(func=cmd_secrets)
 
     key = sub.add_parser("key", help="API keys: make one for a principal")
     key_sub = key.add_subparsers(dest="key_command", required=True)

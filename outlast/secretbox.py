@@ -44,7 +44,8 @@ class SecretBox:
     def __init__(self, keys: list[bytes]) -> None:
         if not keys:
             raise ValueError("a SecretBox needs at least one key")
-        self._fernet = MultiFernet([Fernet(k) for k in keys])
+        self._keys = [Fernet(k) for k in keys]
+        self._fernet = MultiFernet(self._keys)
         self._primary = base64.urlsafe_b64decode(keys[0])
         # A key of its own for digests, derived from the encrypting key: a digest must not
         # be a plain hash (a short password would fall to a dictionary).
@@ -84,6 +85,17 @@ class SecretBox:
 
     def open_answer(self, stored: dict[str, str]) -> Any:
         return json.loads(self.open(stored[SEALED]))
+
+    def which_key(self, sealed: str) -> int | None:
+        """The position of the configured key that opens ``sealed`` (0: the first, which
+        encrypts), or None when none does."""
+        for position, key in enumerate(self._keys):
+            try:
+                key.decrypt(sealed.encode())
+            except InvalidToken:
+                continue
+            return position
+        return None
 
     def rotate(self, sealed: str) -> str:
         """The same secret, encrypted with the first key (``outlast secrets rotate``)."""

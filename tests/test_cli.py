@@ -66,3 +66,76 @@ def test_bad_database_url_is_a_clear_error(tmp_path: Path) -> None:
     result = _outlast("migrate", "--database-url", "mysql://x", cwd=tmp_path)
     assert result.returncode != 0
     assert "unsupported database URL" in result.stderr
+
+
+async def test_secrets_check_and_rotate_a_key(tmp_path: Path) -> None:
+    """Rotation: a new key put first, the secrets re-sealed with it, the old key dropped;
+    a key set that opens nothing is an error that names what it cannot open and changes
+    nothing."""
+    import os
+
+    from cryptography.fernet import Fernet
+
+    from outlast.secretbox import SecretBox
+    from outlast.store import WaitSpec
+    from outlast.store.outbox import NewWebhook
+    from outlast.vocabulary import WaitKind
+    from tests.harness import open_sqlite
+    from tests.store_contract.support import claimed
+
+    old, new, stranger = (Fernet.generate_key().decode() for _ in range(3))
+    box = SecretBox([old.encode()])
+    store = await open_sqlite(tmp_path)
+    try:
+        hook, _ = await store.create_webhook(
+            NewWebhook(
+                url="https://example.com/h",
+                events=("run.completed",),
+                principal="",
+                secret=box.seal("whsec"),
+            )
+        )
+        run, lease = await claimed(store)
+        await store.park(lease, [WaitSpec("i", WaitKind.AUTH, object={"scope": "gh"})], 0)
+        (wait,) = await store.list_waits(run.id)
+        await store.answer(run.id, wait.id, box.seal_answer("ghp_token"))
+    finally:
+        await store.close()
+
+    def secrets(command: str, keys: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "OUTLAST_DATABASE_URL": f"sqlite:///{tmp_path / 'outlast.db'}",
+            "OUTLAST_SECRET_KEYS": keys,
+            "COLUMNS": "200",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "outlast.cli", "secrets", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    checked = secrets("check", f"{new},{old}")
+    assert checked.returncode == 0, checked.stderr
+    assert "2 sealed secret(s): 0 with the first key, 2 with an older key" in checked.stderr
+    rotated = secrets("rotate", f"{new},{old}")
+    assert rotated.returncode == 0 and "(2 re-sealed)" in rotated.stderr, rotated.stderr
+    alone = secrets("check", new)  # the old key can go now
+    assert alone.returncode == 0 and "2 with the first key" in alone.stderr, alone.stderr
+    wrong = secrets("rotate", stranger)
+    assert wrong.returncode == 1 and "2 unreadable" in wrong.stderr, wrong.stderr
+    assert "put the key that sealed them back" in wrong.stderr
+    assert secrets("check", new).returncode == 0  # nothing was changed
+    store = await open_sqlite(tmp_path)
+    try:
+        after = SecretBox([new.encode()])
+        found = await store.get_webhook(hook.id)
+        assert found is not None and after.open(found.secret or "") == "whsec"
+        answered = await store.get_wait(run.id, wait.id)
+        assert after.open_answer(answered.answer) == "ghp_token"
+    finally:
+        await store.close()

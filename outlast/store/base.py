@@ -41,6 +41,7 @@ from outlast.store.records import (
     NewRun,
     Reaped,
     Run,
+    Sealed,
     Thread,
     Wait,
     WaitSpec,
@@ -72,6 +73,7 @@ __all__ = [
     "NewRun",
     "Reaped",
     "Run",
+    "Sealed",
     "Store",
     "Thread",
     "Wait",
@@ -389,6 +391,17 @@ class Store(OutboxContract, abc.ABC):
         """New limits (a tranche granted by a person) and the budget wait that granted
         them, consumed (answered → resumed) in the same transaction so a tranche is never
         applied twice. Fenced; no event, no notification."""
+
+    # -- secrets at rest ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def sealed_secrets(self) -> list[Sealed]:
+        """Every ciphertext the store holds (``outlast secrets check`` opens each)."""
+
+    @abc.abstractmethod
+    async def reseal(self, item: Sealed, sealed: str) -> bool:
+        """Replace ``item``'s ciphertext with ``sealed`` (a rotation); False, and nothing
+        written, if it is no longer the one that was read."""
 
     # -- the effects ledger ----------------------------------------------------------------
     # Not fenced and silent: a worker writes its own run's ledger, and appends the

@@ -49,6 +49,7 @@ from outlast.store.rows import (
     run_from_row,
     wait_from_row,
 )
+from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
 from outlast.vocabulary import RunStatus
 
@@ -56,7 +57,7 @@ from outlast.vocabulary import RunStatus
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
-class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, Store):
+class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, Store):
     backend = "postgres"
 
     def __init__(

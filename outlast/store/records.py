@@ -322,3 +322,14 @@ class ListCursor:
     """Keyset position: runs accepted before the one at ``pos``."""
 
     pos: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """One stored ciphertext (``store/secrets_ops.py``): in ``webhooks`` or ``waits``,
+    row ``id``; ``field`` is ``secret``, a key of the webhook's ``extra``, or ``answer``."""
+
+    table: str
+    id: str
+    field: str
+    sealed: str

@@ -53,6 +53,7 @@ from outlast.store.rows import (
     run_from_row,
     wait_from_row,
 )
+from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
 from outlast.vocabulary import EventType, RunStatus
 
@@ -95,7 +96,7 @@ async def _connect(
     return conn
 
 
-class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, Store):
+class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, Store):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
