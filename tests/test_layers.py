@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": set(),  # the terminal client speaks HTTP only
     "demo": {"graph"},
     "processes": set(),  # --workers N: processes of one command
-    "cli": {"api", "client", "demo", "graph", "runtime", "store", "processes"},
+    "cli": {"api", "client", "demo", "graph", "runtime", "store", "processes", "secretbox"},
     **{name: set() for name in FOUNDATION},
 }
 

@@ -31,7 +31,7 @@ from outlast.nodes.credentials import (
     CredentialNeeded,
 )
 from outlast.secretbox import SecretBox, SecretUnreadable
-from outlast.store import Store, Wait, WaitSpec
+from outlast.store import Run, Store, Wait, WaitSpec
 from outlast.vocabulary import WaitKind, is_sealed
 
 # Interrupt ids of the runtime's credential waits (``runtime/policy.py`` consumes them).
@@ -88,9 +88,11 @@ class RunCredentials:
 
     @classmethod
     async def load(
-        cls, store: Store, run_id: str, box: SecretBox, chain: Sequence[CredentialProvider]
+        cls, store: Store, run: Run, box: SecretBox, chain: Sequence[CredentialProvider]
     ) -> RunCredentials:
-        return cls(box, chain, await store.list_waits(run_id))
+        # A first attempt (two events: created, started) has no waits yet: no query on
+        # the path every run takes.
+        return cls(box, chain, await store.list_waits(run.id) if run.last_seq > 2 else [])
 
     def _open(self, wait: Wait, name: str) -> Any:
         try:

@@ -233,7 +233,7 @@ class Execution:
         config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
         config["configurable"][CREDENTIALS_KEY] = await RunCredentials.load(
             self.store,
-            run.id,
+            run,
             SecretBox.from_settings(self.settings),
             providers(tuple(self.settings.credential_providers)),
         )
