@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -589,6 +590,33 @@ async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> N
         log = (await srv.client.get(f"/v1/runs/{resumed['outlast_run_id']}/events")).text
         ended = [line for line in log.splitlines() if '"wait.ended"' in line]
         assert ended and all("s3cr3t" not in line for line in ended)
+
+
+async def test_a_missing_credential_is_given_by_a_resume(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator on LangGraph's clients finds the thread interrupted while a tool waits
+    for a credential, and gives it with ``command.resume``; the tool then has it."""
+    from tests.credential_graphs import digest
+
+    monkeypatch.setenv("OUTLAST_TEST_CREDENTIALS_DIR", str(tmp_path))
+    settings = make_settings(credential_providers=["tests.credential_graphs:refusing"])
+    async with serve(store, settings) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        config: Any = {"configurable": {"pause": 0.1}}
+        await client.runs.wait(thread, "long_wait", input={}, config=config)
+        assert (await client.threads.get(thread))["status"] == "interrupted"
+        resumed = await client.runs.create(
+            thread, "long_wait", command={"resume": "tok-from-the-operator"}, config=config
+        )
+        await client.runs.join(thread, resumed["run_id"])
+        state = await client.threads.get_state(thread)
+        assert state["values"]["first"] == {
+            "token": digest("tok-from-the-operator"),
+            "source": "answer",
+        }
+        assert "tok-from-the-operator" not in json.dumps(await client.runs.list(thread))
 
 
 async def test_a_join_whose_thread_is_deleted_under_it_ends_with_an_error(store: Store) -> None:
