@@ -595,8 +595,9 @@ async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> N
 async def test_a_missing_credential_is_given_by_a_resume(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An operator on LangGraph's clients finds the thread interrupted while a tool waits
-    for a credential, and gives it with ``command.resume``; the tool then has it."""
+    """An operator on LangGraph's clients sees the credential a tool waits for as the
+    thread's interrupt (though no checkpoint holds it: the wait is the runtime's own), and
+    gives it with ``command.resume`` by that interrupt's id; the tool then has it."""
     from tests.credential_graphs import digest
 
     monkeypatch.setenv("OUTLAST_TEST_CREDENTIALS_DIR", str(tmp_path))
@@ -605,10 +606,23 @@ async def test_a_missing_credential_is_given_by_a_resume(
         client = get_client(url=srv.url)
         thread = (await client.threads.create())["thread_id"]
         config: Any = {"configurable": {"pause": 0.1}}
-        await client.runs.wait(thread, "long_wait", input={}, config=config)
-        assert (await client.threads.get(thread))["status"] == "interrupted"
+        paused = await client.runs.wait(thread, "long_wait", input={}, config=config)
+        (asked,) = paused["__interrupt__"]
+        assert asked["value"]["outlast_wait"]["kind"] == "auth"
+        assert asked["value"]["outlast_wait"]["object"] == {
+            "credential": "api",
+            "reason": "the refresh token was revoked",
+        }
+        shown = await client.threads.get(thread)
+        assert shown["status"] == "interrupted"
+        assert shown["interrupts"] == {asked["id"]: [{"value": asked["value"], "id": asked["id"]}]}
+        state = await client.threads.get_state(thread)
+        assert [i["id"] for i in state["interrupts"]] == [asked["id"]]
         resumed = await client.runs.create(
-            thread, "long_wait", command={"resume": "tok-from-the-operator"}, config=config
+            thread,
+            "long_wait",
+            command={"resume": {asked["id"]: "tok-from-the-operator"}},
+            config=config,
         )
         await client.runs.join(thread, resumed["run_id"])
         state = await client.threads.get_state(thread)

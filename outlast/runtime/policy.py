@@ -47,6 +47,13 @@ BUDGET_WAIT = "budget:"
 _NO_COST = {"model_calls": 0, "tokens": 0}
 
 
+def asks_for_the_runtime(wait: Wait) -> bool:
+    """A wait the runtime opened itself (a supervisor escalation, a budget checkpoint, a
+    credential), not a LangGraph interrupt: no checkpoint shows it, so a face that shows
+    interrupts shows these from the wait."""
+    return wait.interrupt_id.startswith((SUPERVISOR_WAIT, BUDGET_WAIT, CREDENTIAL_WAIT))
+
+
 @dataclass(frozen=True, slots=True)
 class Complete:
     """Complete the run with its best result, closed early for this reason."""

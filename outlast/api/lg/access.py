@@ -13,6 +13,7 @@ from langgraph.types import StateSnapshot
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
 from outlast.runtime.options import AFTER
+from outlast.runtime.policy import asks_for_the_runtime
 from outlast.store import LgRun, Run, RunStatus, Thread, Wait
 from outlast.store.base import system_assistant_id
 from outlast.store.lgthreads import native
@@ -96,6 +97,7 @@ class Found:
     latest: bool  # the outlast run's newest stretch
     asking: bool  # the outlast run waits for a client's answer
     delayed: bool = False  # accepted with `after_seconds`, not yet due
+    asked: tuple[Wait, ...] = ()  # the runtime's own open waits (in no checkpoint)
 
 
 async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> Found:
@@ -129,7 +131,17 @@ def found_of(lg: LgRun, run: Run, last_stretch: str | None, open_waits: list[Wai
     of the run's last stretch (None for a run made through ``/v1``) and its open waits."""
     latest = last_stretch is None or last_stretch == lg.id
     asking = delayed = False
+    asked: tuple[Wait, ...] = ()
     if run.status == RunStatus.WAITING:
         asking = any(w.kind in ANSWERABLE for w in open_waits)
         delayed = any(w.interrupt_id == AFTER for w in open_waits)
-    return Found(lg, run, latest, asking, delayed)
+        asked = tuple(w for w in open_waits if asks_for_the_runtime(w))
+    return Found(lg, run, latest, asking, delayed, asked)
+
+
+async def asked_of(ctx: AppContext, thread: Thread) -> list[Wait]:
+    """The runtime's own open waits of the thread's run: what its interrupts do not show."""
+    if not thread.asking or thread.run_id is None:
+        return []
+    waits = await ctx.store.list_waits(thread.run_id, WaitStatus.OPEN)
+    return [w for w in waits if asks_for_the_runtime(w)]

@@ -22,7 +22,7 @@ from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
 from outlast.api.lg.access import Found, Unprocessable, found, read_state, thread_or_404
-from outlast.api.lg.views import error_of, interrupt_json
+from outlast.api.lg.views import error_of, interrupt_json, wait_interrupt
 from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
 from outlast.api.sse import Gap, follow_log
 from outlast.errors import OutlastError
@@ -186,9 +186,11 @@ async def final_body(ctx: AppContext, f: Found) -> Any:
     thread = await thread_or_404(ctx, f.lg.thread_id)
     state = await read_state(ctx, thread)
     values = to_jsonable(state.values)
-    if state.interrupts and f.asking:
+    if (state.interrupts or f.asked) and f.asking:
         body = dict(values) if isinstance(values, dict) else {}
-        body["__interrupt__"] = [interrupt_json(i) for i in state.interrupts]
+        body["__interrupt__"] = [interrupt_json(i) for i in state.interrupts] + [
+            wait_interrupt(w) for w in f.asked
+        ]
         return body
     return values
 

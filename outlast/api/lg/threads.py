@@ -21,6 +21,7 @@ from outlast.api.edge import ctx_of
 from outlast.api.lg.access import (
     Conflict,
     Unprocessable,
+    asked_of,
     find_thread,
     graph_id_of,
     graph_of,
@@ -39,7 +40,7 @@ from outlast.api.lg.schemas import (
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
-from outlast.api.lg.views import state_json, thread_json, thread_status
+from outlast.api.lg.views import state_json, thread_json, thread_status, wait_interrupt
 from outlast.api.schemas import NO_NUL
 from outlast.jsonable import to_jsonable
 from outlast.store import RunStatus, Thread
@@ -51,7 +52,7 @@ ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 
 async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
     state = await read_state(ctx, thread) if thread.run_id or thread.metadata else None
-    return thread_json(thread, state)
+    return thread_json(thread, state, await asked_of(ctx, thread))
 
 
 @router.post("/threads")
@@ -221,7 +222,11 @@ async def get_state(
 ) -> dict[str, Any]:
     ctx = ctx_of(request)
     thread = await thread_or_404(ctx, thread_id)
-    return state_json(await read_state(ctx, thread, subgraphs=subgraphs), thread_id)
+    body = state_json(await read_state(ctx, thread, subgraphs=subgraphs), thread_id)
+    body["interrupts"] = body["interrupts"] + [
+        wait_interrupt(w) for w in await asked_of(ctx, thread)
+    ]
+    return body
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")

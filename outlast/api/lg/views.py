@@ -19,7 +19,8 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from outlast.jsonable import to_jsonable
-from outlast.store import LgRun, Run, RunStatus, Thread
+from outlast.nodes.waits import WAIT_KEY
+from outlast.store import LgRun, Run, RunStatus, Thread, Wait
 
 _BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
 
@@ -73,6 +74,14 @@ def interrupt_json(item: Any, with_schema: bool = True) -> dict[str, Any]:
     if with_schema:
         out["response_schema"] = schema if isinstance(schema, dict) else None
     return out
+
+
+def wait_interrupt(wait: Wait) -> dict[str, Any]:
+    """A wait of the runtime's own, shown as the interrupt it stands for: the payload
+    outlast's own waits carry (``outlast_wait``), under the wait's interrupt id, which
+    ``command.resume`` may name."""
+    typed = {"kind": wait.kind, "object": wait.object, "prompt": wait.prompt}
+    return {"value": {WAIT_KEY: typed}, "id": wait.interrupt_id, "response_schema": wait.schema}
 
 
 def _checkpoint(config: Any, thread_id: str) -> dict[str, Any] | None:
@@ -135,8 +144,12 @@ def state_json(state: StateSnapshot, thread_id: str) -> dict[str, Any]:
     }
 
 
-def thread_json(thread: Thread, state: StateSnapshot | None) -> dict[str, Any]:
-    paused = bool(state is not None and state.next and not state.interrupts)
+def thread_json(
+    thread: Thread, state: StateSnapshot | None, asked: list[Wait] | None = None
+) -> dict[str, Any]:
+    """``asked``: the runtime's own open waits of the thread's run (they are in no task)."""
+    asked = asked or []
+    paused = bool(state is not None and state.next and not state.interrupts and not asked)
     interrupts: dict[str, list[dict[str, Any]]] = {}
     if state is not None and thread.asking:
         for task in state.tasks:
@@ -144,6 +157,10 @@ def thread_json(thread: Thread, state: StateSnapshot | None) -> dict[str, Any]:
                 interrupts[task.id] = [
                     interrupt_json(i, with_schema=False) for i in task.interrupts
                 ]
+    for wait in asked:
+        shown = wait_interrupt(wait)
+        del shown["response_schema"]
+        interrupts[wait.interrupt_id] = [shown]
     status = thread_status(thread, paused)
     values = to_jsonable(state.values) if state is not None and state.created_at else None
     return {
