@@ -1,4 +1,4 @@
-"""Pending interrupts → waits.
+"""Pending interrupts → waits, and back for the waits the runtime opens itself.
 
 An interrupt raised through ``outlast.nodes`` carries a typed payload (``outlast_wait``);
 any other ``interrupt(value)`` is a ``human`` wait whose prompt is the value. The
@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import WAIT_KEY
-from outlast.store import WaitSpec
+from outlast.store import Wait, WaitSpec
 from outlast.vocabulary import WAIT_KINDS
 
 
@@ -61,3 +61,11 @@ def spec_from_interrupt(item: Interrupt) -> WaitSpec:
         default=to_jsonable(typed.get("default")),
         probe=to_jsonable(probe) if isinstance(probe, dict) else None,
     )
+
+
+def wait_interrupt(wait: Wait) -> dict[str, Any]:
+    """A wait of the runtime's own, shown as the interrupt it stands for: the payload
+    outlast's own waits carry (``outlast_wait``), under the wait's interrupt id, which
+    ``command.resume`` may name."""
+    typed = {"kind": wait.kind, "object": wait.object, "prompt": wait.prompt}
+    return {"value": {WAIT_KEY: typed}, "id": wait.interrupt_id, "response_schema": wait.schema}

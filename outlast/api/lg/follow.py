@@ -22,11 +22,12 @@ from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
 from outlast.api.lg.access import Found, Unprocessable, found, read_state, thread_or_404
-from outlast.api.lg.views import error_of, interrupt_json, wait_interrupt
+from outlast.api.lg.views import error_of, interrupt_json
 from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
 from outlast.api.sse import Gap, follow_log
 from outlast.errors import OutlastError
 from outlast.jsonable import to_jsonable
+from outlast.runtime.waits import wait_interrupt
 from outlast.store import RunStatus
 from outlast.store.hub import STATUS, wait_for
 from outlast.vocabulary import Frame

@@ -40,9 +40,10 @@ from outlast.api.lg.schemas import (
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
-from outlast.api.lg.views import state_json, thread_json, thread_status, wait_interrupt
+from outlast.api.lg.views import state_json, thread_json, thread_status
 from outlast.api.schemas import NO_NUL
 from outlast.jsonable import to_jsonable
+from outlast.runtime.waits import wait_interrupt
 from outlast.store import RunStatus, Thread
 from outlast.store.lgthreads import contains
 
@@ -223,9 +224,8 @@ async def get_state(
     ctx = ctx_of(request)
     thread = await thread_or_404(ctx, thread_id)
     body = state_json(await read_state(ctx, thread, subgraphs=subgraphs), thread_id)
-    body["interrupts"] = body["interrupts"] + [
-        wait_interrupt(w) for w in await asked_of(ctx, thread)
-    ]
+    asked = await asked_of(ctx, thread)  # the runtime's own waits: in no checkpoint
+    body["interrupts"] = body["interrupts"] + [wait_interrupt(w) for w in asked]
     return body
 
 

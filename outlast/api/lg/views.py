@@ -19,7 +19,7 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from outlast.jsonable import to_jsonable
-from outlast.nodes.waits import WAIT_KEY
+from outlast.runtime.waits import wait_interrupt
 from outlast.store import LgRun, Run, RunStatus, Thread, Wait
 
 _BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
@@ -74,14 +74,6 @@ def interrupt_json(item: Any, with_schema: bool = True) -> dict[str, Any]:
     if with_schema:
         out["response_schema"] = schema if isinstance(schema, dict) else None
     return out
-
-
-def wait_interrupt(wait: Wait) -> dict[str, Any]:
-    """A wait of the runtime's own, shown as the interrupt it stands for: the payload
-    outlast's own waits carry (``outlast_wait``), under the wait's interrupt id, which
-    ``command.resume`` may name."""
-    typed = {"kind": wait.kind, "object": wait.object, "prompt": wait.prompt}
-    return {"value": {WAIT_KEY: typed}, "id": wait.interrupt_id, "response_schema": wait.schema}
 
 
 def _checkpoint(config: Any, thread_id: str) -> dict[str, Any] | None:
