@@ -17,7 +17,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from outlast.credentials import RefreshingProvider
-from outlast.nodes import CredentialExpired, CredentialMissing, credential, require_auth
+from outlast.nodes import (
+    CredentialExpired,
+    CredentialMissing,
+    credential,
+    credential_sync,
+    require_auth,
+)
 from outlast.nodes.waits import sleep_for
 from tests.graphs import _single as single
 
@@ -117,3 +123,12 @@ async def _asks(state: TokenState) -> dict[str, Any]:
 
 
 asks_auth = single(_asks, TokenState)
+
+
+def _sync_tool(state: TokenState) -> dict[str, Any]:
+    """A sync node (LangGraph runs it on a worker thread) that asks for a credential."""
+    got = credential_sync("api")
+    return {"got": {"token": digest(got.value), "source": got.source}}
+
+
+sync_tool = single(_sync_tool, TokenState)

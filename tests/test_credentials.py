@@ -69,6 +69,25 @@ async def test_a_provider_that_refuses_asks_a_person_then_the_run_goes_on(
         assert secret not in str([e.data for e in events])
 
 
+async def test_a_sync_tool_asks_for_its_credential_too(store: Store, ledger: Path) -> None:
+    """``credential_sync``: from LangGraph's worker thread, through the run's event loop;
+    a refusal parks the run the same way, and the answer reaches the thread."""
+    settings = make_settings(credential_providers=["tests.credential_graphs:refusing"])
+    async with serve(store, settings) as srv:
+        run = await post_run(srv.client, graph="sync_tool")
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        assert wait["object"]["credential"] == "api"
+        assert (await answer(srv, run["id"], wait["id"], "tok-sync")).status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        assert final["result"]["got"] == {"token": digest("tok-sync"), "source": "answer"}
+
+
+async def test_credential_sync_refuses_to_block_the_event_loop() -> None:
+    box = SecretBox([Fernet.generate_key()])
+    with pytest.raises(RuntimeError, match="await credential"):
+        RunCredentials(box, [], []).resolve_sync("api")
+
+
 async def test_a_credential_the_remote_side_rejects_is_asked_for_again(
     store: Store, ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from outlast.nodes.credentials import (
     CredentialMissing,
     CredentialNeeded,
     credential,
+    credential_sync,
 )
 from outlast.nodes.waits import (
     ExternalWaitFailed,
@@ -30,6 +31,7 @@ __all__ = [
     "ExternalWaitFailed",
     "ProbeResult",
     "credential",
+    "credential_sync",
     "heartbeat",
     "progress",
     "require_auth",

@@ -77,6 +77,8 @@ class CredentialExpired(CredentialNeeded):
 class Resolver(Protocol):
     async def resolve(self, name: str) -> Credential: ...
 
+    def resolve_sync(self, name: str) -> Credential: ...
+
     def answered(self, reference: Any) -> Any: ...
 
 
@@ -104,6 +106,20 @@ async def credential(name: str) -> Credential:
     resolver = _resolver()
     if resolver is not None:
         return await resolver.resolve(name)
+    return _from_env(name)
+
+
+def credential_sync(name: str) -> Credential:
+    """``credential`` for a sync tool or node, which LangGraph runs on a worker thread:
+    the resolution runs on the run's event loop, and this thread waits for it."""
+    check_name(name)
+    resolver = _resolver()
+    if resolver is not None:
+        return resolver.resolve_sync(name)
+    return _from_env(name)
+
+
+def _from_env(name: str) -> Credential:
     value = os.environ.get(ENV_PREFIX + env_suffix(name))
     if not value:
         raise CredentialMissing(name, f"not set ({ENV_PREFIX}{env_suffix(name)})")

@@ -18,6 +18,7 @@ with a reference to it (``{"outlast_credential": wait_id}``), which ``answered``
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from collections.abc import Sequence
@@ -79,6 +80,7 @@ class RunCredentials:
     ) -> None:
         self._box = box
         self._chain = chain
+        self._loop = asyncio.get_running_loop()  # where a sync tool's resolution runs
         self._by_id = {w.id: w for w in waits if w.kind == WaitKind.AUTH}
         self._latest: dict[str, Wait] = {}
         for wait in sorted(self._by_id.values(), key=lambda w: w.since):
@@ -120,6 +122,17 @@ class RunCredentials:
         if expired is not None:
             raise CredentialExpired(name, f"expired at {expired.expires_at:%Y-%m-%d %H:%M:%S}Z")
         raise CredentialMissing(name, "no provider has it")
+
+    def resolve_sync(self, name: str) -> Credential:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:  # waiting here would stop the loop that must answer
+            raise RuntimeError(
+                "credential_sync is for sync tools; in async code, await credential()"
+            )
+        return asyncio.run_coroutine_threadsafe(self.resolve(name), self._loop).result()
 
     def answered(self, value: Any) -> Any:
         """What ``require_auth`` returns: the sealed answer a reference points to."""
