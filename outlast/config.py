@@ -183,6 +183,20 @@ class Settings(BaseSettings):
         "(rotation). Unset: a key made once in data_dir/secret.key (one machine; set this "
         "for several)",
     )
+    compensation_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="calls of a compensation that fails before a person is asked "
+        "(a reconciliation wait)",
+    )
+    compensation_backoff: float = Field(
+        default=0.5,
+        ge=0,
+        le=60,
+        description="seconds before a failed compensation's second "
+        "call; doubled before each one after",
+    )
     credential_providers: list[str] = Field(
         default_factory=lambda: ["env"],
         description="where outlast.nodes.credential(name) looks, in order, after the run's "

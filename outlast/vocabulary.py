@@ -113,6 +113,7 @@ class EventType(StrEnum):
     EFFECT_FAILED = "effect.failed"
     EFFECT_UNKNOWN = "effect.unknown"
     EFFECT_REPLAYED = "effect.replayed"
+    EFFECT_COMPENSATED = "effect.compensated"  # the run ended; a done effect was undone
 
 
 class WebhookEvent(StrEnum):

@@ -152,6 +152,9 @@ def event_line(event: Event) -> str | None:
                 f"budget: {d.get('level')} limit of {d.get('dimension')} reached "
                 f"({d.get('used')} of {d.get('limit')})"
             )
+        case EventType.EFFECT_COMPENSATED:
+            how = " by hand" if d.get("reconciled") else f" by {d.get('tool', '?')}"
+            return f"effect {d.get('effect_tool', '?')}: compensated{how}"
         case (
             EventType.EFFECT_STARTED
             | EventType.EFFECT_DONE

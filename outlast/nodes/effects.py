@@ -7,6 +7,14 @@ tool call id or the call's position in the node), so a node re-run after a crash
 or a resumed interrupt returns the recorded result instead of sending the email again.
 The wrapped function receives ``idempotency_key``, to hand to a provider that supports one.
 
+``compensate=fn`` names what undoes it: when the run ends ``cancelled`` or ``failed`` (or
+the LangGraph face rolls it back), ``fn(result, *args, idempotency_key=..., **kwargs)``
+is called for each of its done calls, latest first, with the call's recorded result and
+arguments (as stored: JSON), each undoing an effect of its own in the ledger
+(``runtime/compensation.py``). It must be idempotent under its key (a crash may call it
+again with the same one), and a module-level function: the ledger keeps its import path,
+because the worker that compensates may not be the one that made the call.
+
 Without outlast (plain LangGraph, a notebook) the function is simply called, with a key
 derived from its arguments.
 """
@@ -44,7 +52,24 @@ class Ledger(Protocol):
         idempotent: bool,
         call: Callable[[str], Awaitable[Any]],
         reconcile: Reconcile | None,
+        compensate: str | None = None,
     ) -> Any: ...
+
+
+class NotImportable(TypeError):
+    """``compensate=`` got something a worker could not import by name."""
+
+
+def import_path(fn: Callable[..., Any]) -> str:
+    """``module:qualname`` of a module-level function, or NotImportable saying why."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if not callable(fn) or not module or not qualname or "<" in qualname:
+        raise NotImportable(
+            f"compensate= needs a function defined at the top level of a module, not "
+            f"{fn!r}: the worker that compensates imports it by name"
+        )
+    return f"{module}:{qualname}"
 
 
 def _config() -> Any:
@@ -88,12 +113,18 @@ def effect_key(config: Any, tool: str, tool_call_id: str | None) -> str:
 
 
 def effect(
-    *, idempotent: bool, reconcile: Reconcile | None = None, name: str | None = None
+    *,
+    idempotent: bool,
+    reconcile: Reconcile | None = None,
+    name: str | None = None,
+    compensate: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
     """Declare a side effect. ``idempotent``: calling it twice with the same key is safe.
     ``reconcile(key, args)`` answers whether an unfinished call happened: ``("done",
     result)`` or ``"not_done"``; without it an unfinished non-idempotent call puts the run
-    in a ``reconciliation`` wait for a person."""
+    in a ``reconciliation`` wait for a person. ``compensate``: what undoes a done call if
+    the run ends cancelled or failed (see the module's docstring)."""
+    undo = import_path(compensate) if compensate is not None else None
 
     def decorate(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
         tool = name or fn.__name__
@@ -114,6 +145,7 @@ def effect(
                 idempotent=idempotent,
                 call=lambda k: fn(*args, idempotency_key=k, **kwargs),
                 reconcile=reconcile,
+                compensate=undo,
             )
             return result
 

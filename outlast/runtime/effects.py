@@ -72,13 +72,14 @@ class RunLedger:
         idempotent: bool,
         call: Callable[[str], Awaitable[Any]],
         reconcile: Reconcile | None,
+        compensate: str | None = None,
     ) -> Any:
         stored_args = to_jsonable(args)
         args_hash = hashlib.sha256(
             json.dumps(stored_args, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
         row, fresh = await self._store.effect_begin(
-            self._run_id, key, tool, args_hash, stored_args, idempotent
+            self._run_id, key, tool, args_hash, stored_args, idempotent, compensate=compensate
         )
         if not fresh:
             if row.args_hash != args_hash:

@@ -16,6 +16,11 @@ How a run ends, and who decides:
   asks it at a few points (each stream part, the stop at a breach, an expired activity
   lease, the resume) and never decides about budgets or verdicts itself.
 
+Compensation: a run that ends cancelled or failed with effects to undo
+(``@effect(compensate=...)``) records how it will end, undoes them
+(``runtime/compensation.py``) and only then ends so; a run claimed with that decision
+recorded goes straight to its compensations, never to the graph again.
+
 Recovery: the run's id is put in the checkpoint metadata (``run_id``). If the thread's
 latest checkpoint carries this run's id, an earlier attempt got that far: the graph
 resumes from it (input ``None``) and finished nodes do not run again.
@@ -45,6 +50,7 @@ from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
+from outlast.runtime.compensation import Compensator, owed
 from outlast.runtime.credentials import RunCredentials, needed_in, reference, wait_for
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
@@ -139,6 +145,7 @@ class Execution:
             return await self._execute()
 
     async def _execute(self) -> Outcome:
+        run = self.run
         sink = EventSink(
             self.store,
             self.lease,
@@ -166,6 +173,8 @@ class Execution:
         self._loop = asyncio.get_running_loop()
         translator = Translator(sink, self.settings.message_flush_interval, activity)
         try:
+            if run.ending is not None:  # decided by an earlier attempt, or by a cancel
+                return await self._end_compensated(sink, run.ending)
             self._graph_task = asyncio.create_task(self._stream(sink, translator))
             try:
                 result = await self._graph_task
@@ -412,6 +421,10 @@ class Execution:
         }
         log.warning("run %s failed: %s: %s", self.run.id, type(exc).__name__, exc)
         await self.policy.record()  # the snapshot shows what the failed run consumed
+        if self._sink is not None and await self._owes():
+            return await self._end_compensated(
+                self._sink, {"status": RunStatus.FAILED, "error": error}
+            )
         await self.store.finish(
             self.lease,
             RunStatus.FAILED,
@@ -441,7 +454,13 @@ class Execution:
         await self.policy.record()  # as at a park: the next attempt meters on from it
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
-            reason = (current.error or {}).get("reason", "cancelled") if current else "cancelled"
+            asked = (current.error if current else None) or {}
+            reason = asked.get("reason", "cancelled")
+            # (the LangGraph face's `interrupt` strategy keeps the state, effects and all)
+            if asked.get("compensate", True) and await self._owes():
+                error = {"type": asked.get("type", "cancelled"), "reason": reason}
+                ending = {"status": RunStatus.CANCELLED, "error": error}
+                return await self._end_compensated(sink, ending)
             await self.store.finish(
                 self.lease,
                 RunStatus.CANCELLED,
@@ -453,6 +472,37 @@ class Execution:
             return Outcome(RunStatus.CANCELLED, reason)
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
+
+    async def _owes(self) -> bool:
+        return bool(owed(await self.store.list_effects(self.run.id)))
+
+    async def _end_compensated(self, sink: EventSink, ending: dict[str, Any]) -> Outcome:
+        """Record how the run ends, undo its effects, end it so (or park it on a
+        compensation that needs a person)."""
+        await self.store.set_ending(self.lease, ending)
+        compensator = Compensator(
+            self.store,
+            self.run.id,
+            sink,
+            attempts=self.settings.compensation_attempts,
+            backoff=self.settings.compensation_backoff,
+        )
+        done = await compensator.run()
+        if isinstance(done, WaitSpec):
+            return await self._park(Parked([done]))
+        status = RunStatus(ending["status"])
+        error = {**(ending.get("error") or {}), "compensated": done}
+        await sink.flush()
+        faults.fault_point(faults.BEFORE_FINISH)
+        if status == RunStatus.CANCELLED:
+            data = {"status": status, "reason": error.get("reason"), "compensated": done}
+            kind = EventType.RUN_CANCELLED
+        else:
+            public = {k: error[k] for k in ("type", "message") if k in error}
+            data = {"status": status, "error": {**public, "compensated": done}}
+            kind = EventType.RUN_FAILED
+        await self.store.finish(self.lease, status, EventDraft(kind, data), error=error)
+        return Outcome(status, f"{len(done)} compensation(s)")
 
 
 _FINISHED = object()

@@ -30,6 +30,7 @@ from typing import Any, cast
 from outlast.config import Settings
 from outlast.runtime import metrics
 from outlast.runtime.budget import Breach, BudgetMeter, Limits, granted, tranche_schema, with_soft
+from outlast.runtime.compensation import COMPENSATION_WAIT
 from outlast.runtime.credentials import CREDENTIAL_WAIT
 from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
@@ -49,9 +50,11 @@ _NO_COST = {"model_calls": 0, "tokens": 0}
 
 def asks_for_the_runtime(wait: Wait) -> bool:
     """A wait the runtime opened itself (a supervisor escalation, a budget checkpoint, a
-    credential), not a LangGraph interrupt: no checkpoint shows it, so a face that shows
-    interrupts shows these from the wait."""
-    return wait.interrupt_id.startswith((SUPERVISOR_WAIT, BUDGET_WAIT, CREDENTIAL_WAIT))
+    credential, a compensation that kept failing), not a LangGraph interrupt: no
+    checkpoint shows it, so a face that shows interrupts shows these from the wait."""
+    return wait.interrupt_id.startswith(
+        (SUPERVISOR_WAIT, BUDGET_WAIT, CREDENTIAL_WAIT, COMPENSATION_WAIT)
+    )
 
 
 @dataclass(frozen=True, slots=True)

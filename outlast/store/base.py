@@ -25,6 +25,7 @@ import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from outlast.store.ledger import LedgerContract
 from outlast.store.outbox import OutboxContract
 from outlast.store.records import (
     SYSTEM_ASSISTANT_NAMESPACE,
@@ -83,9 +84,10 @@ __all__ = [
 ]
 
 
-class Store(OutboxContract, abc.ABC):
+class Store(OutboxContract, LedgerContract, abc.ABC):
     """Backend-neutral operations. Implementations keep their SQL in ``store/sql/<backend>``.
-    The outbox's part of the contract is in ``outbox.py``."""
+    The outbox's part of the contract is in ``outbox.py``, the effects ledger's in
+    ``ledger.py``."""
 
     hub: Hub
     backend: str
@@ -402,31 +404,6 @@ class Store(OutboxContract, abc.ABC):
     async def reseal(self, item: Sealed, sealed: str) -> bool:
         """Replace ``item``'s ciphertext with ``sealed`` (a rotation); False, and nothing
         written, if it is no longer the one that was read."""
-
-    # -- the effects ledger ----------------------------------------------------------------
-    # Not fenced and silent: a worker writes its own run's ledger, and appends the
-    # effect.* events itself; the ledger is what a successor reads after a crash.
-
-    @abc.abstractmethod
-    async def effect_begin(
-        self, run_id: str, key: str, tool: str, args_hash: str, args: Any, idempotent: bool
-    ) -> tuple[Effect, bool]:
-        """Record ``started`` (committed before the call leaves the process);
-        ``(existing, False)``, unchanged, when the key is already in the ledger."""
-
-    @abc.abstractmethod
-    async def effect_retry(self, run_id: str, key: str) -> Effect:
-        """Start a recorded effect again: ``started``, ``calls + 1``, error cleared."""
-
-    @abc.abstractmethod
-    async def effect_finish(
-        self, run_id: str, key: str, status: str, result: Any = None, error: str | None = None
-    ) -> Effect:
-        """Record how the call ended (``done``, ``failed``, ``unknown``) and when."""
-
-    @abc.abstractmethod
-    async def list_effects(self, run_id: str) -> list[Effect]:
-        """The run's ledger in the order the effects started."""
 
     # -- the LangGraph face: assistants (store/assistants.py) ------------------------------
     # User assistants only (system assistants are not stored), each visible to its

@@ -185,7 +185,14 @@ class LangGraphOps(TxProvider):
                 elif strategy == "reject":
                     raise ThreadBusy(BUSY)
                 elif strategy in ("interrupt", "rollback"):
-                    await _cancel(tx, active.id, f"superseded by run {new.id} ({strategy})")
+                    # rollback discards the run's state, so its effects are undone;
+                    # interrupt keeps it for the new run, effects and all
+                    await _cancel(
+                        tx,
+                        active.id,
+                        f"superseded by run {new.id} ({strategy})",
+                        compensate=strategy == "rollback",
+                    )
                     if strategy == "rollback":
                         await tx.rows("lg_run_mark_deleted", run_id=active.id)
             run, created = await self._insert_run(tx, new)
@@ -298,19 +305,25 @@ async def _asking(tx: Tx, run_id: str) -> bool:
     return bool((await tx.rows("lg_asking", run_id=run_id))[0]["n"])
 
 
-async def _cancel(tx: Tx, run_id: str, reason: str, kind: str = "cancelled") -> None:
+async def _cancel(
+    tx: Tx, run_id: str, reason: str, kind: str = "cancelled", *, compensate: bool = False
+) -> None:
     """``request_cancel`` inside this transaction: a waiting or queued run is cancelled at
     once, a running one is told to stop (its worker ends it). ``kind`` is the error type
     the run keeps: ``superseded`` for an interrupted run that new input replaced (it had
-    ended its LangGraph run at the interrupt; it is not shown as cancelled there)."""
-    rows = await tx.rows("lg_cancel", run_id=run_id, reason=reason, kind=kind)
+    ended its LangGraph run at the interrupt; it is not shown as cancelled there).
+    ``compensate``: its done effects are undone (``runtime/compensation.py``); a queued
+    or waiting run that owes some is cancelling until a worker has."""
+    rows = await tx.rows(
+        "lg_cancel", run_id=run_id, reason=reason, kind=kind, compensate=compensate
+    )
     if not rows:
         return
     run = tx.run(rows[0])
     kind = (
         EventType.RUN_CANCELLED if run.status == RunStatus.CANCELLED else EventType.RUN_CANCELLING
     )
-    if run.status == RunStatus.CANCELLED:
+    if run.status == RunStatus.CANCELLED or run.worker_id is None:
         await tx.rows("w_withdraw", run_id=run_id)
     await append_events(tx, run_id, [EventDraft(kind, {"status": run.status, "reason": reason})])
     for channel in (CONTROL, QUEUE, STATUS):

@@ -36,6 +36,7 @@ from outlast.store.base import (
 )
 from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import EVENTS, STATUS, Hub
+from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.pg_listen import Listener
@@ -57,7 +58,9 @@ from outlast.vocabulary import RunStatus
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
-class PostgresStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, Store):
+class PostgresStore(
+    SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, LedgerOps, Store
+):
     backend = "postgres"
 
     def __init__(

@@ -75,6 +75,8 @@ class Run:
     options: dict[str, Any] | None = None
     # the supervisor's memory of this run (runtime/policy.py), never shown to clients
     supervision: dict[str, Any] | None = None
+    # how it ends once its compensations are done ({"status", "error"}; store/ledger.py)
+    ending: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -234,6 +236,8 @@ class Effect:
     started_at: dt.datetime
     finished_at: dt.datetime | None
     calls: int
+    compensate: str | None = None  # the import path of what undoes it
+    compensates: str | None = None  # on an undoing: the key of the effect it undoes
 
     def public(self) -> dict[str, Any]:
         return {
@@ -246,6 +250,8 @@ class Effect:
             "result": self.result,
             "error": self.error,
             "calls": self.calls,
+            "compensable": self.compensate is not None,
+            "compensates": self.compensates,
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
         }

@@ -59,6 +59,7 @@ def run_from_row(
         usage=load(row["usage"]),
         options=load(row["options"]),
         supervision=load(row["supervision"]),
+        ending=load(row["ending"]),
     )
 
 
@@ -131,4 +132,6 @@ def effect_from_row(
         started_at=started,
         finished_at=when(row["finished_at"]),
         calls=row["calls"],
+        compensate=row["compensate"],
+        compensates=row["compensates"],
     )

@@ -43,6 +43,7 @@ from outlast.store.base import (
 )
 from outlast.store.common import SharedRunOps, Tx
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
+from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.rows import (
@@ -68,7 +69,7 @@ def _when(value: Any) -> dt.datetime | None:
 
 def _started(run: Run) -> dict[str, Any]:
     """The data of a claimed run's ``run.started`` (as the Postgres claim builds it)."""
-    return {"status": RunStatus.RUNNING, "attempt": run.attempts, "worker_id": run.worker_id}
+    return {"status": run.status, "attempt": run.attempts, "worker_id": run.worker_id}
 
 
 def _run(row: Any) -> Run:
@@ -96,7 +97,9 @@ async def _connect(
     return conn
 
 
-class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, Store):
+class SqliteStore(
+    SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, LedgerOps, Store
+):
     backend = "sqlite"
 
     def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
@@ -418,7 +421,8 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOp
                 await self._event(
                     conn, run_id, run.last_seq, kind, {"status": run.status.value, "reason": reason}
                 )
-                if run.status == RunStatus.CANCELLED:
+                if run.status == RunStatus.CANCELLED or run.worker_id is None:
+                    # (no worker: cancelled, or cancelling to compensate; it waits no more)
                     await conn.execute(self._q["w_withdraw"], {"run_id": run_id})
         if row is None:
             return await self.get_run(run_id)
@@ -437,6 +441,7 @@ class SqliteStore(SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOp
                 status = RunStatus(r["status"])
                 kind = {
                     RunStatus.QUEUED: EventType.RUN_REQUEUED,
+                    RunStatus.CANCELLING: EventType.RUN_REQUEUED,  # to compensate
                     RunStatus.FAILED: EventType.RUN_FAILED,
                 }.get(status, EventType.RUN_CANCELLED)
                 await self._event(

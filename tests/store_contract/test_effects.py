@@ -35,6 +35,8 @@ async def test_begin_finish_retry_list(store: Store, notes: Notes) -> None:
         "result",
         "error",
         "calls",
+        "compensable",
+        "compensates",
         "started_at",
         "finished_at",
     }

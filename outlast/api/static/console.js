@@ -10,7 +10,7 @@ const EVENT_TYPES = [
   "run.released", "run.cancelling", "run.completed", "run.failed", "run.cancelled",
   "node.updated", "custom", "message.delta", "wait.started", "wait.renewed", "wait.ended",
   "wait.probe_failed", "stream", "activity", "supervisor.verdict", "budget.checkpoint", "effect.started", "effect.done",
-  "effect.replayed", "effect.unknown", "effect.failed", "gap", "snapshot",
+  "effect.replayed", "effect.unknown", "effect.failed", "effect.compensated", "gap", "snapshot",
 ];
 
 // -- small helpers -------------------------------------------------------------------
@@ -559,6 +559,7 @@ function summarize(type, d) {
     case "run.started": return `attempt ${d.attempt}`;
     case "run.failed": return text(d.error || d, 200);
     default:
+      if (type === "effect.compensated") return `${d.effect_tool} undone by ${d.reconciled ? "hand" : d.tool}`;
       if (type.startsWith("effect.")) return `${d.tool} ${d.status}${d.reconciled ? " (reconciled)" : ""}`;
       return text(d, 160);
   }

@@ -68,7 +68,7 @@ SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 -- the thread's earlier runs (queued before it, running, cancelling or waiting) are done.
 WITH picked AS (
     SELECT q.id FROM outlast_runs q
-    WHERE q.status = 'queued'
+    WHERE (q.status = 'queued' OR (q.status = 'cancelling' AND q.worker_id IS NULL))
       AND NOT EXISTS (
           SELECT 1 FROM outlast_runs o
           WHERE o.thread_id = q.thread_id AND o.id <> q.id
@@ -78,8 +78,11 @@ WITH picked AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), upd AS (
+    -- A cancelling run without a worker (cancelled while queued or waiting, owing
+    -- compensations) is claimed to compensate, and stays cancelling.
     UPDATE outlast_runs r
-    SET status = 'running', worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
+    SET status = CASE WHEN r.status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
+        worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
         lease_expires_at = now() + make_interval(secs => %(ttl)s),
         attempts = r.attempts + 1, last_seq = r.last_seq + 1, updated_at = clock_timestamp()
     FROM picked WHERE r.id = picked.id
@@ -87,7 +90,7 @@ WITH picked AS (
 ), ev AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq, 'run.started',
-           jsonb_build_object('status', 'running', 'attempt', attempts, 'worker_id', worker_id)
+           jsonb_build_object('status', status, 'attempt', attempts, 'worker_id', worker_id)
     FROM upd
 )
 SELECT upd.*, pg_notify('outlast_events', upd.id::text || ':' || upd.last_seq) AS notified
@@ -203,9 +206,11 @@ FROM ins, r;
 -- name: release
 WITH r AS (
     UPDATE outlast_runs
-    SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
-        attempts = CASE WHEN status = 'cancelling' THEN attempts ELSE attempts - 1 END,
-        error = CASE WHEN status = 'cancelling'
+    SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
+                      WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
+        attempts = CASE WHEN status = 'cancelling' AND ending IS NULL THEN attempts
+                        ELSE attempts - 1 END,
+        error = CASE WHEN status = 'cancelling' AND ending IS NULL
                      THEN jsonb_build_object('type', 'cancelled', 'reason', 'cancelled while draining')
                      ELSE error END,
         worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
@@ -227,9 +232,22 @@ SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
 FROM ins;
 
 -- name: cancel
+-- A queued or waiting run that owes compensations (a done effect declared with
+-- `compensate=`; or queued with its ending already decided) becomes cancelling with no
+-- worker: the claim hands it to one, which compensates and then ends it.
 WITH r AS (
     UPDATE outlast_runs
-    SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
+    SET status = CASE WHEN status = 'running' THEN 'cancelling'
+                      WHEN ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                      THEN 'cancelling'
+                      WHEN ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+                      ELSE 'cancelled' END,
+        ending = CASE WHEN status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                      THEN jsonb_build_object('status', 'cancelled', 'error',
+                           jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text))
+                      ELSE ending END,
         error = jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text),
         worker_id = CASE WHEN status = 'running' THEN worker_id END,
         lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
@@ -238,7 +256,7 @@ WITH r AS (
     RETURNING *
 ), withdrawn AS (
     UPDATE outlast_waits SET status = 'withdrawn'
-    WHERE run_id IN (SELECT id FROM r WHERE status = 'cancelled')
+    WHERE run_id IN (SELECT id FROM r WHERE status = 'cancelled' OR worker_id IS NULL)
       AND status IN ('open', 'answered')
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
@@ -262,10 +280,15 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 ), r AS (
     UPDATE outlast_runs o
-    SET status = CASE WHEN o.status = 'cancelling' THEN 'cancelled'
+    -- A run whose ending is decided goes back to a worker whatever its attempts: its
+    -- compensations are owed (a cancelling one stays cancelling, with no worker).
+    SET status = CASE WHEN o.ending IS NOT NULL AND o.status = 'cancelling' THEN 'cancelling'
+                      WHEN o.ending IS NOT NULL THEN 'queued'
+                      WHEN o.status = 'cancelling' THEN 'cancelled'
                       WHEN o.attempts >= o.max_attempts THEN 'failed'
                       ELSE 'queued' END,
-        error = CASE WHEN o.status = 'cancelling'
+        error = CASE WHEN o.ending IS NOT NULL THEN o.error
+                     WHEN o.status = 'cancelling'
                      THEN jsonb_build_object('type', 'cancelled',
                                              'reason', 'worker lost while cancelling')
                      WHEN o.attempts >= o.max_attempts
@@ -280,8 +303,8 @@ WITH expired AS (
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq,
-           CASE status WHEN 'queued' THEN 'run.requeued' WHEN 'failed' THEN 'run.failed'
-                       ELSE 'run.cancelled' END,
+           CASE status WHEN 'queued' THEN 'run.requeued' WHEN 'cancelling' THEN 'run.requeued'
+                       WHEN 'failed' THEN 'run.failed' ELSE 'run.cancelled' END,
            jsonb_build_object('status', status, 'reason', 'worker lease expired',
                               'attempts', attempts)
     FROM r
@@ -336,7 +359,9 @@ SELECT count(*) AS n FROM outlast_waits WHERE run_id = %(run_id)s AND status = '
 UPDATE outlast_runs
 -- Parking is not a failed attempt: like a release, it gives the attempt back.
 SET attempts = attempts - 1,
-    status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE %(status)s END,
+    -- (a cancelling run with its ending decided parks on a compensation's reconciliation)
+    status = CASE WHEN status = 'cancelling' AND ending IS NULL THEN 'cancelled'
+                  ELSE %(status)s END,
     worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     updated_at = clock_timestamp()
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
@@ -463,6 +488,12 @@ WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
+-- name: set_ending
+UPDATE outlast_runs SET ending = %(ending)s::jsonb, updated_at = clock_timestamp()
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
 -- name: set_budget
 UPDATE outlast_runs SET budget = %(budget)s::jsonb
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
@@ -474,8 +505,10 @@ UPDATE outlast_waits SET status = 'resumed' WHERE id = %(id)s AND status = 'answ
 RETURNING id;
 
 -- name: e_begin
-INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status)
-VALUES (%(run_id)s, %(key)s, %(tool)s, %(args_hash)s, %(args)s::jsonb, %(idempotent)s, 'started')
+INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status,
+                             compensate, compensates)
+VALUES (%(run_id)s, %(key)s, %(tool)s, %(args_hash)s, %(args)s::jsonb, %(idempotent)s, 'started',
+        %(compensate)s, %(compensates)s)
 ON CONFLICT (run_id, key) DO NOTHING
 RETURNING *;
 

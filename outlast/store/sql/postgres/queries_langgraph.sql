@@ -51,10 +51,22 @@ WHERE run_id = %(run_id)s AND status = 'open'
 SELECT * FROM outlast_runs WHERE id = %(run_id)s FOR UPDATE;
 
 -- name: lg_cancel
--- request_cancel's transition, inside a larger transaction (the caller appends the event)
+-- request_cancel's transition, inside a larger transaction (the caller appends the event);
+-- compensations are owed only when the caller says so (not when new input supersedes it).
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
-    error = jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text),
+SET status = CASE WHEN status = 'running' THEN 'cancelling'
+                  WHEN %(compensate)s::boolean AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN 'cancelling'
+                  WHEN %(compensate)s::boolean AND ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+                  ELSE 'cancelled' END,
+    ending = CASE WHEN %(compensate)s::boolean AND status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN jsonb_build_object('status', 'cancelled', 'error',
+                       jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text))
+                  ELSE ending END,
+    error = jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text,
+                               'compensate', %(compensate)s::boolean),
     worker_id = CASE WHEN status = 'running' THEN worker_id END,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
     updated_at = clock_timestamp()

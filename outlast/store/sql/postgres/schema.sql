@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0012_webhooks
+-- Up to migration: 0013_compensation
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -49,12 +49,14 @@ CREATE TABLE outlast_runs (
     usage            jsonb,  -- budget usage, and whether a budget closed it (0005)
     options          jsonb,  -- what a LangGraph request sets for the execution (0009)
     supervision      jsonb,  -- what the supervisor remembers between attempts (0011)
+    ending           jsonb,  -- how a run owing compensations ends (0013)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     CONSTRAINT outlast_runs_idempotency UNIQUE (principal, idempotency_key)
 );
 
 -- The claim statement walks this index only.
-CREATE INDEX outlast_runs_queue ON outlast_runs (pos) WHERE status = 'queued';
+CREATE INDEX outlast_runs_queue ON outlast_runs (pos)
+    WHERE status = 'queued' OR (status = 'cancelling' AND worker_id IS NULL);
 -- The reaper walks this one.
 CREATE INDEX outlast_runs_leases ON outlast_runs (lease_expires_at)
     WHERE status IN ('running', 'cancelling');
@@ -134,6 +136,8 @@ CREATE TABLE outlast_effects (
     started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
     finished_at timestamptz,
     calls       integer NOT NULL DEFAULT 1,
+    compensate  text,  -- the import path of what undoes it (0013)
+    compensates text,  -- on an undoing: the key of the effect it undoes (0013)
     PRIMARY KEY (run_id, key)
 );
 

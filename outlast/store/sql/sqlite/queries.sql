@@ -57,15 +57,17 @@ DELETE FROM outlast_events WHERE run_id = :run_id AND seq <= :upto RETURNING seq
 SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 
 -- name: claim
+-- (a cancelling run without a worker is claimed to compensate: see the Postgres query)
 UPDATE outlast_runs
-SET status = 'running', worker_id = :worker_id, lease_epoch = lease_epoch + 1,
+SET status = CASE WHEN status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
+    worker_id = :worker_id, lease_epoch = lease_epoch + 1,
     lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
     attempts = attempts + 1, last_seq = last_seq + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id IN (
     -- One active run per thread (see the Postgres query).
     SELECT q.id FROM outlast_runs q
-    WHERE q.status = 'queued'
+    WHERE (q.status = 'queued' OR (q.status = 'cancelling' AND q.worker_id IS NULL))
       AND NOT EXISTS (
           SELECT 1 FROM outlast_runs o
           WHERE o.thread_id = q.thread_id AND o.id <> q.id
@@ -116,9 +118,11 @@ RETURNING id, last_seq, status,
 
 -- name: release
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
-    attempts = CASE WHEN status = 'cancelling' THEN attempts ELSE attempts - 1 END,
-    error = CASE WHEN status = 'cancelling'
+SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
+                  WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
+    attempts = CASE WHEN status = 'cancelling' AND ending IS NULL THEN attempts
+                    ELSE attempts - 1 END,
+    error = CASE WHEN status = 'cancelling' AND ending IS NULL
                  THEN json_object('type', 'cancelled', 'reason', 'cancelled while draining')
                  ELSE error END,
     worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
@@ -128,8 +132,19 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
 RETURNING id, last_seq, status;
 
 -- name: cancel
+-- (owing compensations: see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
+SET status = CASE WHEN status = 'running' THEN 'cancelling'
+                  WHEN ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN 'cancelling'
+                  WHEN ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+                  ELSE 'cancelled' END,
+    ending = CASE WHEN status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN json_object('status', 'cancelled', 'error',
+                       json_object('type', 'cancelled', 'reason', :reason))
+                  ELSE ending END,
     error = json_object('type', 'cancelled', 'reason', :reason),
     worker_id = CASE WHEN status = 'running' THEN worker_id END,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
@@ -138,11 +153,15 @@ WHERE id = :run_id AND status IN ('queued', 'waiting', 'running')
 RETURNING *;
 
 -- name: reap
+-- (an ending run goes back to a worker whatever its attempts: see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'cancelling' THEN 'cancelled'
+SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
+                  WHEN ending IS NOT NULL THEN 'queued'
+                  WHEN status = 'cancelling' THEN 'cancelled'
                   WHEN attempts >= max_attempts THEN 'failed'
                   ELSE 'queued' END,
-    error = CASE WHEN status = 'cancelling'
+    error = CASE WHEN ending IS NOT NULL THEN error
+                 WHEN status = 'cancelling'
                  THEN json_object('type', 'cancelled', 'reason', 'worker lost while cancelling')
                  WHEN attempts >= max_attempts
                  THEN json_object('type', 'worker_lost',
@@ -192,7 +211,9 @@ SELECT count(*) AS n FROM outlast_waits WHERE run_id = :run_id AND status = 'ans
 UPDATE outlast_runs
 -- Parking is not a failed attempt: like a release, it gives the attempt back.
 SET attempts = attempts - 1,
-    status = CASE WHEN status = 'cancelling' THEN 'cancelled' ELSE :status END,
+    -- (a cancelling run with its ending decided parks on a compensation's reconciliation)
+    status = CASE WHEN status = 'cancelling' AND ending IS NULL THEN 'cancelled'
+                  ELSE :status END,
     worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
     updated_at = (julianday('now') - 2440587.5) * 86400.0
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
@@ -318,6 +339,12 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
+-- name: set_ending
+UPDATE outlast_runs SET ending = :ending, updated_at = (julianday('now') - 2440587.5) * 86400.0
+WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
+  AND status IN ('running', 'cancelling')
+RETURNING id;
+
 -- name: set_budget
 UPDATE outlast_runs SET budget = :budget
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
@@ -329,9 +356,10 @@ UPDATE outlast_waits SET status = 'resumed' WHERE id = :id AND status = 'answere
 RETURNING id;
 
 -- name: e_begin
-INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status, started_at)
+INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status, started_at,
+                             compensate, compensates)
 VALUES (:run_id, :key, :tool, :args_hash, :args, :idempotent, 'started',
-        (julianday('now') - 2440587.5) * 86400.0)
+        (julianday('now') - 2440587.5) * 86400.0, :compensate, :compensates)
 ON CONFLICT (run_id, key) DO NOTHING
 RETURNING *;
 

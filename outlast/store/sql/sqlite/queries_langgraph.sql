@@ -51,9 +51,21 @@ WHERE run_id = :run_id AND status = 'open'
 SELECT * FROM outlast_runs WHERE id = :run_id;
 
 -- name: lg_cancel
+-- (see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'running' THEN 'cancelling' ELSE 'cancelled' END,
-    error = json_object('type', :kind, 'reason', :reason),
+SET status = CASE WHEN status = 'running' THEN 'cancelling'
+                  WHEN :compensate AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN 'cancelling'
+                  WHEN :compensate AND ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+                  ELSE 'cancelled' END,
+    ending = CASE WHEN :compensate AND status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
+                        AND e.compensate IS NOT NULL AND e.status = 'done')
+                  THEN json_object('status', 'cancelled', 'error',
+                       json_object('type', :kind, 'reason', :reason))
+                  ELSE ending END,
+    error = json_object('type', :kind, 'reason', :reason,
+                        'compensate', json(CASE WHEN :compensate THEN 'true' ELSE 'false' END)),
     worker_id = CASE WHEN status = 'running' THEN worker_id END,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
     updated_at = (julianday('now') - 2440587.5) * 86400.0

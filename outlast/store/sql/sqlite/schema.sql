@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0012_webhooks
+-- Up to migration: 0013_compensation
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -51,10 +51,12 @@ CREATE TABLE outlast_runs (
     usage            TEXT,  -- budget usage (0005)
     options          TEXT,  -- what a LangGraph request sets for the execution (0009)
     supervision      TEXT,  -- what the supervisor remembers between attempts (0011)
+    ending           TEXT,  -- how a run owing compensations ends (0013)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     UNIQUE (principal, idempotency_key)
 );
-CREATE INDEX outlast_runs_queue ON outlast_runs (pos) WHERE status = 'queued';
+CREATE INDEX outlast_runs_queue ON outlast_runs (pos)
+    WHERE status = 'queued' OR (status = 'cancelling' AND worker_id IS NULL);
 CREATE INDEX outlast_runs_leases ON outlast_runs (lease_expires_at)
     WHERE status IN ('running', 'cancelling');
 CREATE INDEX outlast_runs_worker ON outlast_runs (worker_id) WHERE worker_id IS NOT NULL;
@@ -128,6 +130,8 @@ CREATE TABLE outlast_effects (
     started_at  REAL NOT NULL,
     finished_at REAL,
     calls       INTEGER NOT NULL DEFAULT 1,
+    compensate  TEXT,  -- the import path of what undoes it (0013)
+    compensates TEXT,  -- on an undoing: the key of the effect it undoes (0013)
     PRIMARY KEY (run_id, key)
 );
 

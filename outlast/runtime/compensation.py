@@ -1,0 +1,246 @@
+"""Undoing a run's effects when it ends ``cancelled`` or ``failed``.
+
+An effect declared with ``@effect(compensate=fn)`` keeps ``fn``'s import path in its
+ledger row. When a run that has such effects done ends cancelled or failed (or the
+LangGraph face rolls it back, which cancels it), the execution first records how the run
+will end (``Store.set_ending``, fenced), then undoes the effects latest first. Each
+undoing is a ledger row of its own, keyed ``undo:<effect key>``, so it happens once:
+
+- ``started`` is committed before ``fn`` is called; ``done`` with its result after, then
+  ``effect.compensated``. A successor that finds ``done`` does not call it again.
+- a crash between the two leaves ``started``: the successor calls ``fn`` again with the
+  same key, which is why a compensation must be idempotent under its key (cancelling a
+  booking by its id is); this is "retried like an idempotent effect".
+- ``fn`` raising is retried (``OUTLAST_COMPENSATION_ATTEMPTS`` calls, backing off from
+  ``OUTLAST_COMPENSATION_BACKOFF``), then a person is asked: a ``reconciliation`` wait
+  of the runtime's own. ``{"happened": true}`` (undone by hand) records it done,
+  ``{"happened": false}`` tries again.
+
+Once the decision is recorded the run never runs its graph again: whoever claims it (after
+a crash, a drain or that wait) finishes the compensations and ends it as decided, however
+many attempts it has used. Only ``done`` effects are undone: one that failed, or never
+started, did not happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import inspect
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from outlast.jsonable import to_jsonable
+from outlast.runtime import faults
+from outlast.runtime.effects import RECONCILE_SCHEMA
+from outlast.runtime.sink import EventSink
+from outlast.store import Effect, EventDraft, Store, WaitSpec
+from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
+
+UNDO = "undo:"
+# Interrupt ids of the runtime's compensation waits (``runtime/policy.py`` lists them).
+COMPENSATION_WAIT = "compensation:"
+
+BEFORE_CALL = "compensation.before_call"
+AFTER_CALL = "compensation.after_call"
+AFTER_DONE = "compensation.after_done"
+
+
+def owed(effects: Sequence[Effect]) -> list[Effect]:
+    """The done effects that declared an undoing and are not undone yet, latest first."""
+    undone = {e.compensates for e in effects if e.compensates and e.status == EffectStatus.DONE}
+    due = [
+        e for e in effects if e.compensate and e.status == EffectStatus.DONE and e.key not in undone
+    ]
+    return sorted(due, key=lambda e: (e.finished_at or e.started_at, e.started_at), reverse=True)
+
+
+def compensated(effects: Sequence[Effect]) -> list[dict[str, Any]]:
+    """What a run's terminal state says was undone, in the order it was."""
+    by_key = {e.key: e for e in effects}
+    undos = sorted(
+        (e for e in effects if e.compensates), key=lambda e: e.finished_at or e.started_at
+    )
+    return [
+        {
+            "effect": u.compensates,
+            "tool": by_key[u.compensates].tool if u.compensates in by_key else None,
+            "by": u.tool,
+            "status": u.status,
+            "calls": u.calls,
+        }
+        for u in undos
+    ]
+
+
+def resolve(path: str) -> Callable[..., Any]:
+    """The function behind ``module:qualname`` (``nodes.effects.import_path``)."""
+    module, _, qualname = path.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"{path} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+class Compensator:
+    """The compensations of one run, done by the worker that holds its lease."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        sink: EventSink,
+        *,
+        attempts: int,
+        backoff: float,
+    ) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._sink = sink
+        self._attempts = attempts
+        self._backoff = backoff
+
+    async def run(self) -> list[dict[str, Any]] | WaitSpec:
+        """Undo what is owed: the summary for the terminal state, or the wait to park on
+        when a compensation kept failing."""
+        effects = await self._store.list_effects(self._run_id)
+        answers = await self._answers()
+        await self._recover_events(effects)
+        for effect in owed(effects):
+            answer = answers.get(effect.key)
+            if isinstance(answer, dict) and answer.get("happened"):
+                await self._begin(effect)
+                await self._done(effect, answer.get("result"), reconciled=True)
+                continue
+            error = await self._undo(effect)
+            if error is not None:
+                return self._ask(effect, error)
+        return compensated(await self._store.list_effects(self._run_id))
+
+    async def _answers(self) -> dict[str, Any]:
+        """What people said about compensations that kept failing, by effect key."""
+        found: dict[str, Any] = {}
+        for wait in await self._store.list_waits(self._run_id, WaitStatus.ANSWERED):
+            if wait.interrupt_id.startswith(COMPENSATION_WAIT):
+                found[str((wait.object or {}).get("effect"))] = wait.answer
+        return found
+
+    async def _undo(self, effect: Effect) -> str | None:
+        """Call the compensation until it is done; the last error if it never was."""
+        key = UNDO + effect.key
+        row, fresh = await self._begin(effect)
+        error: str | None = None
+        for attempt in range(self._attempts):
+            if attempt:
+                await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
+            if not fresh or attempt:
+                row = await self._store.effect_retry(self._run_id, key)
+            self._event(EventType.EFFECT_STARTED, row, effect, attempt=row.calls)
+            faults.fault_point(BEFORE_CALL)
+            try:
+                result = await self._call(effect, key)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                failed = await self._store.effect_finish(
+                    self._run_id, key, EffectStatus.FAILED, error=error
+                )
+                self._event(EventType.EFFECT_FAILED, failed, effect, error=error)
+                continue
+            faults.fault_point(AFTER_CALL)
+            await self._done(effect, result)
+            faults.fault_point(AFTER_DONE)
+            return None
+        return error
+
+    async def _begin(self, effect: Effect) -> tuple[Effect, bool]:
+        key = UNDO + effect.key
+        name = (effect.compensate or "").rpartition(":")[2].rpartition(".")[2]
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return await self._store.effect_begin(
+            self._run_id,
+            key,
+            name,
+            digest,
+            {"compensates": effect.key},
+            True,
+            compensates=effect.key,
+        )
+
+    async def _call(self, effect: Effect, key: str) -> Any:
+        assert effect.compensate is not None
+        fn = resolve(effect.compensate)
+        stored = effect.args if isinstance(effect.args, dict) else {}
+        args = list(stored.get("args") or [])
+        kwargs = dict(stored.get("kwargs") or {})
+        outcome = fn(effect.result, *args, idempotency_key=key, **kwargs)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return outcome
+
+    async def _done(self, effect: Effect, result: Any, *, reconciled: bool = False) -> None:
+        done = await self._store.effect_finish(
+            self._run_id, UNDO + effect.key, EffectStatus.DONE, to_jsonable(result)
+        )
+        extra = {"reconciled": True} if reconciled else {}
+        self._event(EventType.EFFECT_COMPENSATED, done, effect, result=done.result, **extra)
+        # the event is as durable as the row before anything else happens
+        await self._sink.flush()
+
+    async def _recover_events(self, effects: Sequence[Effect]) -> None:
+        """An undoing recorded done whose ``effect.compensated`` a crash lost (between
+        the row and the event): the event is written now, once."""
+        done = {e.key: e for e in effects if e.compensates and e.status == EffectStatus.DONE}
+        if not done:
+            return
+        after = 0
+        while True:
+            page = await self._store.read_events(self._run_id, after, 1000)
+            for event in page:
+                if event.type == EventType.EFFECT_COMPENSATED:
+                    done.pop(str(event.data.get("key")), None)
+            if len(page) < 1000:
+                break
+            after = page[-1].seq
+        by_key = {e.key: e for e in effects}
+        for undo in done.values():
+            original = by_key.get(str(undo.compensates))
+            if original is not None:
+                self._event(
+                    EventType.EFFECT_COMPENSATED, undo, original, result=undo.result, late=True
+                )
+        await self._sink.flush()
+
+    def _event(self, kind: str, row: Effect, effect: Effect, **extra: Any) -> None:
+        data = {
+            "key": row.key,
+            "tool": row.tool,
+            "status": row.status,
+            "compensates": effect.key,
+            "effect_tool": effect.tool,
+            **extra,
+        }
+        self._sink.put(EventDraft(kind, data))
+
+    def _ask(self, effect: Effect, error: str) -> WaitSpec:
+        name = (effect.compensate or "").rpartition(":")[2]
+        return WaitSpec(
+            interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
+            kind=WaitKind.RECONCILIATION,
+            object={
+                "effect": effect.key,
+                "tool": effect.tool,
+                "compensation": name,
+                "error": error,
+                "result": effect.result,
+            },
+            prompt=(
+                f"Undoing {effect.tool} with {name} failed {self._attempts} time(s) (last: "
+                f'{error}). Undo it by hand and answer {{"happened": true}}, or answer '
+                '{"happened": false} to try the compensation again.'
+            ),
+            schema=RECONCILE_SCHEMA,
+        )

@@ -1,0 +1,57 @@
+"""The effects ledger's part of the store: one row per side effect of a run, and one per
+compensation (an undoing is an effect of its own, keyed ``undo:<key>``, naming in
+``compensates`` the effect it undoes).
+
+Not fenced and silent: a worker writes its own run's ledger and appends the ``effect.*``
+events itself; the ledger is what a successor reads after a crash. The one fenced write
+is ``set_ending``: the decision that a run owing compensations is ending, and how, which
+only the lease holder may take.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from outlast.store.records import Effect, Lease
+
+
+class LedgerContract(abc.ABC):
+    @abc.abstractmethod
+    async def effect_begin(
+        self,
+        run_id: str,
+        key: str,
+        tool: str,
+        args_hash: str,
+        args: Any,
+        idempotent: bool,
+        *,
+        compensate: str | None = None,
+        compensates: str | None = None,
+    ) -> tuple[Effect, bool]:
+        """Record ``started`` (committed before the call leaves the process);
+        ``(existing, False)``, unchanged, when the key is already in the ledger.
+        ``compensate``: the import path of the function that undoes it; ``compensates``:
+        on an undoing, the key of the effect it undoes."""
+
+    @abc.abstractmethod
+    async def effect_retry(self, run_id: str, key: str) -> Effect:
+        """Start a recorded effect again: ``started``, ``calls + 1``, error cleared."""
+
+    @abc.abstractmethod
+    async def effect_finish(
+        self, run_id: str, key: str, status: str, result: Any = None, error: str | None = None
+    ) -> Effect:
+        """Record how the call ended (``done``, ``failed``, ``unknown``) and when."""
+
+    @abc.abstractmethod
+    async def list_effects(self, run_id: str) -> list[Effect]:
+        """The run's ledger in the order the effects started."""
+
+    @abc.abstractmethod
+    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
+        """Fenced (LeaseLost): the run will end as ``ending`` says (``{"status",
+        "error"}``) once its compensations are done. From then on a reaped or released
+        run goes back to a worker whatever its attempts, and the worker that claims it
+        compensates instead of running the graph."""
