@@ -2,13 +2,15 @@
 booking system's own log), each booking undone by a compensation of its own.
 
 ``configurable``: ``desk`` (the file), ``then`` (``fail``: the node raises after booking;
-``wait``: it asks a person; anything else: it finishes), ``hotel_fails`` (the hotel's
+``wait``: it asks a person; ``sleep``: it sleeps a minute, to be cancelled in flight;
+anything else: it finishes), ``hotel_fails`` (the hotel's
 booking raises: that effect never happened), and the desk's ``<desk>.unbook_fails`` file
 holds how many more times cancelling a booking fails.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, TypedDict
@@ -70,6 +72,8 @@ async def _trip(state: TripState, config: RunnableConfig) -> dict[str, Any]:
     booked.append(await book("hotel", desk=desk))
     if conf.get("then") == "fail":
         raise RuntimeError("the car rental refused the card")
+    if conf.get("then") == "sleep":
+        await asyncio.sleep(60)
     answer = interrupt("Confirm the trip?") if conf.get("then") == "wait" else None
     return {"booked": booked, "answer": answer}
 

@@ -21,6 +21,9 @@ from tests.harness import (
     wait_result,
     wait_status,
 )
+from tests.test_metrics import scrape, total
+
+NAME = "outlast_compensations_total"
 
 
 def _trip(desk: Path, **conf: Any) -> dict[str, Any]:
@@ -116,6 +119,7 @@ async def test_a_compensation_that_keeps_failing_asks_a_person(
     Path(str(desk) + ".unbook_fails").write_text("6")  # three calls, then three more
     settings = make_settings(compensation_attempts=3, compensation_backoff=0.0)
     async with serve(store, settings) as srv:
+        before = await scrape(srv.client)
         run = await post_run(srv.client, **_trip(desk, then="fail"))
         snap = await wait_status(srv.client, run["id"], "waiting")
         wait = snap["wait"]
@@ -151,6 +155,12 @@ async def test_a_compensation_that_keeps_failing_asks_a_person(
         events = await collect(srv.client, run["id"])
         by_hand = [e.data["data"] for e in events if e.event == "effect.compensated"]
         assert [bool(d.get("reconciled")) for d in by_hand] == [True, False]
+        after = await scrape(srv.client)
+        counts = {
+            outcome: total(after, NAME, outcome=outcome) - total(before, NAME, outcome=outcome)
+            for outcome in ("done", "failed", "asked", "by_hand")
+        }
+        assert counts == {"done": 1, "failed": 6, "asked": 2, "by_hand": 1}
 
 
 def test_a_compensation_must_be_importable_by_name() -> None:
@@ -161,3 +171,21 @@ def test_a_compensation_must_be_importable_by_name() -> None:
         effect(idempotent=True, compensate=local_undo)
     with pytest.raises(NotImportable):
         effect(idempotent=True, compensate=lambda *a, **k: None)
+
+
+async def test_a_run_cancelled_in_flight_undoes_its_bookings(store: Store, tmp_path: Path) -> None:
+    desk = tmp_path / "desk.jsonl"
+    async with serve(store) as srv:
+        run = await post_run(srv.client, **_trip(desk, then="sleep"))
+
+        def booked() -> bool:
+            return [op for op, _ in _ops(desk)].count("book") == 2
+
+        from tests.harness import eventually
+
+        await eventually(booked, what="both bookings")
+        cancel = await srv.client.post(f"/v1/runs/{run['id']}/cancel")
+        assert cancel.json()["status"] == "cancelling"
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "cancelled" and len(final["error"]["compensated"]) == 2
+        assert _ops(desk)[-2:] == [("unbook", "hotel"), ("unbook", "flight")]

@@ -58,7 +58,7 @@ def test_the_demo_serves_what_outlast_serve_serves(tmp_path: Path) -> None:
     objects (that file names them by path, the demo by module)."""
     repo = GraphRegistry.from_config(Path(__file__).parent.parent / "langgraph.json")
     demo = GraphRegistry.from_config(write_graphs(tmp_path))
-    assert demo.names == repo.names == ["agent", "steps", "supervisor"]
+    assert demo.names == repo.names == ["agent", "steps", "booking", "supervisor"]
     for name in repo.names:
         assert type(demo.get(name)) is type(repo.get(name)), name
         assert demo.get(name).get_graph().to_json() == repo.get(name).get_graph().to_json(), name

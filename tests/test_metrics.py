@@ -50,6 +50,7 @@ NAMES = [
     "outlast_activity_lease_expiries_total",
     "outlast_supervisor_verdicts_total",
     "outlast_budget_checkpoints_total",
+    "outlast_compensations_total",
     "outlast_sse_clients",
     "outlast_sse_replayed_events_total",
     "outlast_sse_gaps_total",

@@ -78,7 +78,7 @@ def test_graph_option_and_module_targets(project: Path) -> None:
 
 def test_missing_file_falls_back_to_the_builtin_graphs(tmp_path: Path) -> None:
     registry = GraphRegistry.from_config(tmp_path / "nope.json")
-    assert registry.names == ["agent", "steps"]
+    assert registry.names == ["agent", "steps", "booking"]
     registry.load_all()
 
 

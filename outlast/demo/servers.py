@@ -36,6 +36,7 @@ FAST_RECOVERY = {
 GRAPHS = {
     "agent": "outlast.graph.agent:make_graph",
     "steps": "outlast.graph.example:graph",
+    "booking": "outlast.graph.booking:graph",
     "supervisor": "outlast.supervisor.ladder:supervisor",
 }
 

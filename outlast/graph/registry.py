@@ -30,6 +30,7 @@ from outlast.graph.models import check_model, model_name, uses_model
 BUILTIN = {
     "agent": "outlast.graph.agent:make_graph",
     "steps": "outlast.graph.example:graph",
+    "booking": "outlast.graph.booking:graph",
 }
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from outlast.jsonable import to_jsonable
-from outlast.runtime import faults
+from outlast.runtime import faults, metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EventDraft, Store, WaitSpec
@@ -149,6 +149,7 @@ class Compensator:
                     self._run_id, key, EffectStatus.FAILED, error=error
                 )
                 self._event(EventType.EFFECT_FAILED, failed, effect, error=error)
+                metrics.COMPENSATIONS.labels(outcome="failed").inc()
                 continue
             faults.fault_point(AFTER_CALL)
             await self._done(effect, result)
@@ -186,6 +187,7 @@ class Compensator:
             self._run_id, UNDO + effect.key, EffectStatus.DONE, to_jsonable(result)
         )
         extra = {"reconciled": True} if reconciled else {}
+        metrics.COMPENSATIONS.labels(outcome="by_hand" if reconciled else "done").inc()
         self._event(EventType.EFFECT_COMPENSATED, done, effect, result=done.result, **extra)
         # the event is as durable as the row before anything else happens
         await self._sink.flush()
@@ -226,6 +228,7 @@ class Compensator:
         self._sink.put(EventDraft(kind, data))
 
     def _ask(self, effect: Effect, error: str) -> WaitSpec:
+        metrics.COMPENSATIONS.labels(outcome="asked").inc()
         name = (effect.compensate or "").rpartition(":")[2]
         return WaitSpec(
             interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",

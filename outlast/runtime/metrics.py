@@ -129,6 +129,15 @@ BUDGET_CHECKPOINTS = Counter(
     ["level", "dimension"],
     registry=REGISTRY,
 )
+COMPENSATIONS = Counter(
+    "outlast_compensations",
+    "Calls of compensations (runtime/compensation.py) by outcome: done, failed (raised; "
+    "retried), asked (kept failing: a person is asked), by_hand (a person said it was "
+    "undone). Why: a compensation that fails leaves the world half undone; asked is an "
+    "operator's queue.",
+    ["outcome"],
+    registry=REGISTRY,
+)
 SSE_CLIENTS = Gauge(
     "outlast_sse_clients",
     "Event streams open in this process. Why: connections hold memory and a database "

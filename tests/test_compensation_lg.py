@@ -1,0 +1,94 @@
+"""Compensation seen from LangGraph's own client (``langgraph_sdk``): a rollback gives the
+bookings back, whether asked by ``runs.cancel(action="rollback")`` or by a new run's
+``multitask_strategy="rollback"``; the ``interrupt`` strategy keeps the thread's state for
+the new run, and with it what the interrupted run booked. And the example ``booking``
+graph, end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+
+from outlast.graph.booking import reservations
+from outlast.store import Store
+from tests.compensation_graphs import desk_lines
+from tests.harness import eventually, serve
+
+
+def _ops(desk: Path) -> list[str]:
+    return [x["op"] for x in desk_lines(desk)]
+
+
+async def _booked(desk: Path) -> None:
+    await eventually(lambda: _ops(desk).count("book") == 2, what="both bookings")
+
+
+async def test_the_rollback_strategy_undoes_the_interrupt_strategy_keeps(
+    store: Store, tmp_path: Path
+) -> None:
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        for strategy, undone in (("interrupt", 0), ("rollback", 2)):
+            desk = tmp_path / f"{strategy}.jsonl"
+            conf = {"configurable": {"desk": str(desk), "then": "sleep"}}
+            thread = (await client.threads.create())["thread_id"]
+            first = await client.runs.create(thread, "trip", input={}, config=conf)
+            await _booked(desk)
+            quick = {"configurable": {"desk": str(tmp_path / "other.jsonl")}}
+            second = await client.runs.create(
+                thread, "trip", input={}, config=quick, multitask_strategy=strategy
+            )
+            await client.runs.join(thread, second["run_id"])
+            native = (await srv.client.get(f"/v1/runs/{first['run_id']}")).json()
+            assert native["status"] == "cancelled", strategy
+            assert _ops(desk).count("unbook") == undone, strategy
+            assert len(native["error"].get("compensated", [])) == undone, strategy
+
+
+async def test_cancel_with_rollback_gives_the_room_back(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        rooms = tmp_path / "rooms"
+        config: Any = {"configurable": {"reservations": str(rooms)}}
+        thread = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(
+            thread, "booking", input={"room": "blue", "night": "2026-12-24"}, config=config
+        )
+        await client.runs.join(thread, run["run_id"])  # at the person's question
+        (booked,) = reservations(rooms / "reservations.json").values()
+        assert booked["status"] == "booked"
+        state = await client.threads.get_state(thread)
+        assert state["values"]["booking"]["booking"] == booked["booking"]
+        await client.runs.cancel(thread, run["run_id"], action="rollback", wait=True)
+        (after,) = reservations(rooms / "reservations.json").values()
+        assert after["status"] == "cancelled"
+        native = (await srv.client.get(f"/v1/runs/{run['run_id']}")).json()
+        assert native["status"] == "cancelled"
+        assert [c["by"] for c in native["error"]["compensated"]] == ["cancel_room"]
+
+
+async def test_the_booking_example_kept_or_declined(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        statuses = {}
+        for keep in (True, False):
+            rooms = tmp_path / f"rooms-{keep}"
+            config: Any = {"configurable": {"reservations": str(rooms)}}
+            thread = (await client.threads.create())["thread_id"]
+            await client.runs.wait(thread, "booking", input={"room": "red"}, config=config)
+            resumed = await client.runs.create(
+                thread, "booking", command={"resume": keep}, config=config
+            )
+            await client.runs.join(thread, resumed["run_id"])
+            (entry,) = reservations(rooms / "reservations.json").values()
+            statuses[keep] = entry["status"]
+        assert statuses == {True: "booked", False: "cancelled"}
