@@ -41,7 +41,7 @@ def _undone(desk: Path) -> dict[str, list[str]]:
     return calls
 
 
-async def _check(store: Store, run_id: str, desk: Path, calls_of_first: int) -> Any:
+async def _check(store: Store, run_id: str, desk: Path, calls_of_first: int, late: int = 0) -> Any:
     run = await store.get_run(run_id)
     assert run is not None
     ops = [line["op"] for line in desk_lines(desk)]
@@ -55,15 +55,20 @@ async def _check(store: Store, run_id: str, desk: Path, calls_of_first: int) -> 
     effects = await store.list_effects(run_id)
     undos = [e for e in effects if e.compensates]
     assert [e.status for e in undos] == ["done", "done"]
-    events = [e.type for e in await store.read_events(run_id, 0, 10_000)]
-    assert events.count("effect.compensated") == 2
+    events = await store.read_events(run_id, 0, 10_000)
+    compensated = [e for e in events if e.type == "effect.compensated"]
+    assert len(compensated) == 2  # one each, though a crash took one with it
+    assert sum(bool(e.data.get("late")) for e in compensated) == late
+    assert {e.data["compensates"] for e in compensated} == {e.compensates for e in undos}
     assert run.error is not None and len(run.error["compensated"]) == 2
     return run
 
 
-@pytest.mark.parametrize(("point", "calls"), [(BEFORE_CALL, 1), (AFTER_CALL, 2), (AFTER_DONE, 1)])
+@pytest.mark.parametrize(
+    ("point", "calls", "late"), [(BEFORE_CALL, 1, 0), (AFTER_CALL, 2, 0), (AFTER_DONE, 1, 1)]
+)
 async def test_killed_while_compensating_a_failed_run(
-    store: Store, db_url: str, tmp_path: Path, point: str, calls: int
+    store: Store, db_url: str, tmp_path: Path, point: str, calls: int, late: int
 ) -> None:
     desk = tmp_path / "desk.jsonl"
     run_id = await _trip(store, desk, "fail")
@@ -72,7 +77,7 @@ async def test_killed_while_compensating_a_failed_run(
             store, run_id, {"completed", "failed", "cancelled"}, proc=second
         )
     assert final.status.value == "failed" and final.attempts == 2
-    run = await _check(store, run_id, desk, calls)
+    run = await _check(store, run_id, desk, calls, late)
     assert run.error["type"] == "RuntimeError"
 
 

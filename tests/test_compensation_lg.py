@@ -15,7 +15,7 @@ from langgraph_sdk import get_client
 from outlast.graph.booking import reservations
 from outlast.store import Store
 from tests.compensation_graphs import desk_lines
-from tests.harness import eventually, serve
+from tests.harness import eventually, make_settings, serve
 
 
 def _ops(desk: Path) -> list[str]:
@@ -92,3 +92,30 @@ async def test_the_booking_example_kept_or_declined(
             (entry,) = reservations(rooms / "reservations.json").values()
             statuses[keep] = entry["status"]
         assert statuses == {True: "booked", False: "cancelled"}
+
+
+async def test_a_compensation_a_person_must_settle_is_an_interrupt_there(
+    store: Store, tmp_path: Path
+) -> None:
+    desk = tmp_path / "desk.jsonl"
+    Path(str(desk) + ".unbook_fails").write_text("1")  # the hotel's cancel fails once
+    settings = make_settings(compensation_attempts=1, compensation_backoff=0.0)
+    async with serve(store, settings) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        conf = {"configurable": {"desk": str(desk), "then": "fail"}}
+        run = await client.runs.create(thread, "trip", input={}, config=conf)
+        await client.runs.join(thread, run["run_id"])
+        shown = await client.threads.get(thread)
+        assert shown["status"] == "interrupted"
+        (asked,) = [i for items in shown["interrupts"].values() for i in items]
+        value = asked["value"]["outlast_wait"]
+        assert value["kind"] == "reconciliation" and value["object"]["compensation"] == "unbook"
+        resumed = await client.runs.create(
+            thread, "trip", command={"resume": {"happened": False}}, config=conf
+        )
+        await client.runs.join(thread, resumed["run_id"])
+        native = (await srv.client.get(f"/v1/runs/{run['run_id']}")).json()
+        assert native["status"] == "failed"
+        assert [c["status"] for c in native["error"]["compensated"]] == ["done", "done"]
+        assert _ops(desk).count("unbook") == 2

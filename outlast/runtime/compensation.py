@@ -153,7 +153,6 @@ class Compensator:
                 continue
             faults.fault_point(AFTER_CALL)
             await self._done(effect, result)
-            faults.fault_point(AFTER_DONE)
             return None
         return error
 
@@ -186,10 +185,13 @@ class Compensator:
         done = await self._store.effect_finish(
             self._run_id, UNDO + effect.key, EffectStatus.DONE, to_jsonable(result)
         )
+        # killed here, the event is lost with the process: the successor writes it
+        # (``_recover_events``)
+        faults.fault_point(AFTER_DONE)
         extra = {"reconciled": True} if reconciled else {}
         metrics.COMPENSATIONS.labels(outcome="by_hand" if reconciled else "done").inc()
         self._event(EventType.EFFECT_COMPENSATED, done, effect, result=done.result, **extra)
-        # the event is as durable as the row before anything else happens
+        # the event is stored before anything else happens
         await self._sink.flush()
 
     async def _recover_events(self, effects: Sequence[Effect]) -> None:
