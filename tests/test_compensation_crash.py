@@ -17,6 +17,7 @@ from outlast.runtime.accept import RunRequest
 from outlast.runtime.compensation import AFTER_CALL, AFTER_DONE, BEFORE_CALL
 from outlast.store import Store
 from tests.compensation_graphs import desk_lines
+from tests.harness import eventually
 from tests.procs import after_fault, kill, start_worker, wait_for_status
 from tests.util import accept
 
@@ -99,4 +100,32 @@ async def test_killed_while_compensating_a_cancelled_waiting_run(
         )
     assert final.status.value == "cancelled"
     run = await _check(store, run_id, desk, 2)
+    assert run.error["reason"] == "no trip"
+
+
+async def test_a_worker_lost_before_it_heard_of_a_cancel(
+    store: Store, db_url: str, tmp_path: Path
+) -> None:
+    """Killed in flight, then cancelled: the reaper records the ending the worker never
+    could, and the next worker compensates."""
+    desk = tmp_path / "desk.jsonl"
+    run_id = await _trip(store, desk, "sleep")
+    first = start_worker(db_url, tmp_path / "w0.log")
+    try:
+        await eventually(
+            lambda: [x["op"] for x in desk_lines(desk)].count("book") == 2, what="both bookings"
+        )
+    finally:
+        kill(first, signal.SIGKILL)
+    cancelling = await store.request_cancel(run_id, "no trip")
+    assert cancelling is not None and cancelling.status.value == "cancelling"
+    second = start_worker(db_url, tmp_path / "w1.log")
+    try:
+        final = await wait_for_status(
+            store, run_id, {"completed", "failed", "cancelled"}, proc=second
+        )
+    finally:
+        kill(second, signal.SIGTERM)
+    assert final.status.value == "cancelled"
+    run = await _check(store, run_id, desk, 1)
     assert run.error["reason"] == "no trip"

@@ -118,3 +118,33 @@ async def test_release_of_an_ending_run_gives_it_back(store: Store) -> None:
     assert after.worker_id is None and after.attempts == 0
     (again,) = await store.claim("w2", 30, 1)
     assert again.status == RunStatus.CANCELLING and again.ending == ending
+
+
+async def test_a_worker_lost_on_the_last_attempt_of_a_run_owing_compensations(
+    store: Store,
+) -> None:
+    await store.create_run(new_run(max_attempts=1))
+    (run,) = await store.claim("w", -1, 1)
+    await _booked(store, run.id)
+    (reaped,) = await store.reap()
+    assert reaped.status == RunStatus.QUEUED  # not failed: its booking is to be undone
+    after = await store.get_run(run.id)
+    assert after is not None and after.ending is not None
+    assert after.ending["status"] == "failed"
+    assert after.ending["error"]["type"] == "worker_lost"
+
+
+async def test_a_worker_lost_while_cancelling_a_run_owing_compensations(store: Store) -> None:
+    owing, _ = await claimed(store)
+    await _booked(store, owing.id)
+    plain, _ = await claimed(store)
+    for run in (owing, plain):
+        await store.request_cancel(run.id, "user")
+    await store.renew("w", -1)
+    reaped = {r.run_id: r.status for r in await store.reap()}
+    assert reaped == {owing.id: RunStatus.CANCELLING, plain.id: RunStatus.CANCELLED}
+    after = await store.get_run(owing.id)
+    assert after is not None and after.worker_id is None
+    assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
+    (again,) = await store.claim("w2", 30, 1)
+    assert again.id == owing.id and again.status == RunStatus.CANCELLING

@@ -272,22 +272,38 @@ SELECT r.*, pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
 FROM r;
 
 -- name: reap
+-- A run that owes compensations goes back to a worker whatever its attempts, with its
+-- ending recorded here if the lost worker had not recorded it (cancelling: it stays
+-- cancelling, with no worker; lost on its last attempt: it will end failed).
 WITH expired AS (
-    SELECT id FROM outlast_runs
-    WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
-    ORDER BY lease_expires_at
+    SELECT x.id,
+           CASE WHEN x.ending IS NOT NULL THEN x.ending
+                WHEN NOT EXISTS (SELECT 1 FROM outlast_effects e
+                                 WHERE e.run_id = x.id AND e.compensate IS NOT NULL
+                                   AND e.status = 'done') THEN NULL
+                WHEN x.status = 'cancelling' AND COALESCE((x.error->>'compensate')::boolean, true)
+                THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
+                         'type', COALESCE(x.error->>'type', 'cancelled'),
+                         'reason', COALESCE(x.error->>'reason', 'cancelled')))
+                WHEN x.status = 'running' AND x.attempts >= x.max_attempts
+                THEN jsonb_build_object('status', 'failed', 'error', jsonb_build_object(
+                         'type', 'worker_lost',
+                         'reason', 'worker lease expired on the last attempt',
+                         'attempts', x.attempts))
+           END AS ending
+    FROM outlast_runs x
+    WHERE x.status IN ('running', 'cancelling') AND x.lease_expires_at < now()
+    ORDER BY x.lease_expires_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF x SKIP LOCKED
 ), r AS (
     UPDATE outlast_runs o
-    -- A run whose ending is decided goes back to a worker whatever its attempts: its
-    -- compensations are owed (a cancelling one stays cancelling, with no worker).
-    SET status = CASE WHEN o.ending IS NOT NULL AND o.status = 'cancelling' THEN 'cancelling'
-                      WHEN o.ending IS NOT NULL THEN 'queued'
-                      WHEN o.status = 'cancelling' THEN 'cancelled'
-                      WHEN o.attempts >= o.max_attempts THEN 'failed'
+    SET status = CASE WHEN expired.ending IS NULL AND o.status = 'cancelling' THEN 'cancelled'
+                      WHEN expired.ending IS NULL AND o.attempts >= o.max_attempts THEN 'failed'
+                      WHEN o.status = 'cancelling' THEN 'cancelling'
                       ELSE 'queued' END,
-        error = CASE WHEN o.ending IS NOT NULL THEN o.error
+        ending = expired.ending,
+        error = CASE WHEN expired.ending IS NOT NULL THEN o.error
                      WHEN o.status = 'cancelling'
                      THEN jsonb_build_object('type', 'cancelled',
                                              'reason', 'worker lost while cancelling')

@@ -153,28 +153,46 @@ WHERE id = :run_id AND status IN ('queued', 'waiting', 'running')
 RETURNING *;
 
 -- name: reap
--- (an ending run goes back to a worker whatever its attempts: see the Postgres query)
+-- (a run that owes compensations goes back to a worker: see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
-                  WHEN ending IS NOT NULL THEN 'queued'
-                  WHEN status = 'cancelling' THEN 'cancelled'
-                  WHEN attempts >= max_attempts THEN 'failed'
+SET status = CASE WHEN x.ending IS NULL AND outlast_runs.status = 'cancelling' THEN 'cancelled'
+                  WHEN x.ending IS NULL AND outlast_runs.attempts >= outlast_runs.max_attempts
+                  THEN 'failed'
+                  WHEN outlast_runs.status = 'cancelling' THEN 'cancelling'
                   ELSE 'queued' END,
-    error = CASE WHEN ending IS NOT NULL THEN error
-                 WHEN status = 'cancelling'
+    ending = x.ending,
+    error = CASE WHEN x.ending IS NOT NULL THEN outlast_runs.error
+                 WHEN outlast_runs.status = 'cancelling'
                  THEN json_object('type', 'cancelled', 'reason', 'worker lost while cancelling')
-                 WHEN attempts >= max_attempts
+                 WHEN outlast_runs.attempts >= outlast_runs.max_attempts
                  THEN json_object('type', 'worker_lost',
                                   'reason', 'worker lease expired on the last attempt',
-                                  'attempts', attempts)
-                 ELSE error END,
-    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
-WHERE id IN (SELECT id FROM outlast_runs
-             WHERE status IN ('running', 'cancelling')
-               AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
-             ORDER BY lease_expires_at LIMIT :limit)
-RETURNING id, status, last_seq, attempts;
+                                  'attempts', outlast_runs.attempts)
+                 ELSE outlast_runs.error END,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL,
+    lease_epoch = outlast_runs.lease_epoch + 1, last_seq = outlast_runs.last_seq + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+FROM (SELECT r.id,
+             CASE WHEN r.ending IS NOT NULL THEN r.ending
+                  WHEN NOT EXISTS (SELECT 1 FROM outlast_effects e
+                                   WHERE e.run_id = r.id AND e.compensate IS NOT NULL
+                                     AND e.status = 'done') THEN NULL
+                  WHEN r.status = 'cancelling' AND COALESCE(json_extract(r.error, '$.compensate'), 1)
+                  THEN json_object('status', 'cancelled', 'error', json_object(
+                           'type', COALESCE(json_extract(r.error, '$.type'), 'cancelled'),
+                           'reason', COALESCE(json_extract(r.error, '$.reason'), 'cancelled')))
+                  WHEN r.status = 'running' AND r.attempts >= r.max_attempts
+                  THEN json_object('status', 'failed', 'error', json_object(
+                           'type', 'worker_lost',
+                           'reason', 'worker lease expired on the last attempt',
+                           'attempts', r.attempts))
+             END AS ending
+      FROM outlast_runs r
+      WHERE r.status IN ('running', 'cancelling')
+        AND r.lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
+      ORDER BY r.lease_expires_at LIMIT :limit) AS x
+WHERE outlast_runs.id = x.id
+RETURNING outlast_runs.id, outlast_runs.status, outlast_runs.last_seq, outlast_runs.attempts;
 
 -- ---------------------------------------------------------------------------------------
 -- Waits, signals, threads, retention (see the Postgres file; same names, same meaning).
