@@ -148,3 +148,18 @@ async def test_a_worker_lost_while_cancelling_a_run_owing_compensations(store: S
     assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
     (again,) = await store.claim("w2", 30, 1)
     assert again.id == owing.id and again.status == RunStatus.CANCELLING
+
+
+async def test_a_cancelling_run_owing_compensations_released_stays_cancelling(
+    store: Store,
+) -> None:
+    run, lease = await claimed(store)
+    await _booked(store, run.id)
+    await store.request_cancel(run.id, "user")  # the worker drained before it heard
+    await store.release(lease, "shutdown")
+    after = await store.get_run(run.id)
+    assert after is not None and after.status == RunStatus.CANCELLING
+    assert after.worker_id is None and after.attempts == 0
+    assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
+    last = (await store.read_events(run.id, 0, 1000))[-1]
+    assert (last.type, last.data["status"]) == (EventType.RUN_RELEASED, "cancelling")

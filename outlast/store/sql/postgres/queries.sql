@@ -204,20 +204,37 @@ SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
 FROM ins, r;
 
 -- name: release
+-- A cancelling run released (its worker drained before it heard of the cancel) that owes
+-- compensations stays cancelling, with no worker and its ending recorded.
 WITH r AS (
-    UPDATE outlast_runs
-    SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
-                      WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
-        attempts = CASE WHEN status = 'cancelling' AND ending IS NULL THEN attempts
-                        ELSE attempts - 1 END,
-        error = CASE WHEN status = 'cancelling' AND ending IS NULL
+    UPDATE outlast_runs o
+    SET status = CASE WHEN o.status <> 'cancelling' THEN 'queued'
+                      WHEN x.ending IS NOT NULL THEN 'cancelling'
+                      ELSE 'cancelled' END,
+        ending = x.ending,
+        attempts = CASE WHEN o.status = 'cancelling' AND x.ending IS NULL THEN o.attempts
+                        ELSE o.attempts - 1 END,
+        error = CASE WHEN o.status = 'cancelling' AND x.ending IS NULL
                      THEN jsonb_build_object('type', 'cancelled', 'reason', 'cancelled while draining')
-                     ELSE error END,
-        worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-        last_seq = last_seq + 1, updated_at = clock_timestamp()
-    WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
-      AND status IN ('running', 'cancelling')
-    RETURNING id, last_seq, status
+                     ELSE o.error END,
+        worker_id = NULL, lease_expires_at = NULL, activity = NULL,
+        lease_epoch = o.lease_epoch + 1, last_seq = o.last_seq + 1,
+        updated_at = clock_timestamp()
+    FROM (SELECT c.id,
+                 CASE WHEN c.ending IS NOT NULL THEN c.ending
+                      WHEN c.status = 'cancelling'
+                       AND COALESCE((c.error->>'compensate')::boolean, true)
+                       AND EXISTS (SELECT 1 FROM outlast_effects e
+                                   WHERE e.run_id = c.id AND e.compensate IS NOT NULL
+                                     AND e.status = 'done')
+                      THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
+                               'type', COALESCE(c.error->>'type', 'cancelled'),
+                               'reason', COALESCE(c.error->>'reason', 'cancelled')))
+                 END AS ending
+          FROM outlast_runs c WHERE c.id = %(run_id)s) AS x
+    WHERE o.id = x.id AND o.worker_id = %(worker_id)s AND o.lease_epoch = %(epoch)s
+      AND o.status IN ('running', 'cancelling')
+    RETURNING o.id, o.last_seq, o.status
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq,

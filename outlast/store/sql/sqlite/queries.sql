@@ -117,19 +117,35 @@ RETURNING id, last_seq, status,
                   WHERE o.thread_id = outlast_runs.thread_id AND o.status = 'queued') AS successor;
 
 -- name: release
+-- (owing compensations, a cancelling run stays cancelling: see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN ending IS NOT NULL AND status = 'cancelling' THEN 'cancelling'
-                  WHEN status = 'cancelling' THEN 'cancelled' ELSE 'queued' END,
-    attempts = CASE WHEN status = 'cancelling' AND ending IS NULL THEN attempts
-                    ELSE attempts - 1 END,
-    error = CASE WHEN status = 'cancelling' AND ending IS NULL
+SET status = CASE WHEN outlast_runs.status <> 'cancelling' THEN 'queued'
+                  WHEN x.ending IS NOT NULL THEN 'cancelling'
+                  ELSE 'cancelled' END,
+    ending = x.ending,
+    attempts = CASE WHEN outlast_runs.status = 'cancelling' AND x.ending IS NULL
+                    THEN outlast_runs.attempts ELSE outlast_runs.attempts - 1 END,
+    error = CASE WHEN outlast_runs.status = 'cancelling' AND x.ending IS NULL
                  THEN json_object('type', 'cancelled', 'reason', 'cancelled while draining')
-                 ELSE error END,
-    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
-WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
-  AND status IN ('running', 'cancelling')
-RETURNING id, last_seq, status;
+                 ELSE outlast_runs.error END,
+    worker_id = NULL, lease_expires_at = NULL, activity = NULL,
+    lease_epoch = outlast_runs.lease_epoch + 1, last_seq = outlast_runs.last_seq + 1,
+    updated_at = (julianday('now') - 2440587.5) * 86400.0
+FROM (SELECT c.id,
+             CASE WHEN c.ending IS NOT NULL THEN c.ending
+                  WHEN c.status = 'cancelling'
+                   AND COALESCE(json_extract(c.error, '$.compensate'), 1)
+                   AND EXISTS (SELECT 1 FROM outlast_effects e
+                               WHERE e.run_id = c.id AND e.compensate IS NOT NULL
+                                 AND e.status = 'done')
+                  THEN json_object('status', 'cancelled', 'error', json_object(
+                           'type', COALESCE(json_extract(c.error, '$.type'), 'cancelled'),
+                           'reason', COALESCE(json_extract(c.error, '$.reason'), 'cancelled')))
+             END AS ending
+      FROM outlast_runs c WHERE c.id = :run_id) AS x
+WHERE outlast_runs.id = x.id AND outlast_runs.worker_id = :worker_id
+  AND outlast_runs.lease_epoch = :epoch AND outlast_runs.status IN ('running', 'cancelling')
+RETURNING outlast_runs.id, outlast_runs.last_seq, outlast_runs.status;
 
 -- name: cancel
 -- (owing compensations: see the Postgres query)
