@@ -112,6 +112,17 @@ class TxProvider(abc.ABC):
         committed when the block ends, rolled back if it raises. Notifications are
         delivered after the commit."""
 
+    async def _fenced_set(self, query: str, lease: Lease, **columns: Any) -> None:
+        """One fenced ``UPDATE`` of JSON columns of the leased run (LeaseLost if the
+        lease's epoch is gone): the runtime's records of what it does and remembers."""
+        async with self._writing() as tx:
+            encoded = {name: tx.encode_json(value) for name, value in columns.items()}
+            done = await tx.rows(
+                query, run_id=lease.run_id, worker_id=lease.worker_id, epoch=lease.epoch, **encoded
+            )
+        if not done:
+            raise LeaseLost.of(lease.run_id, lease.epoch)
+
 
 async def append_events(tx: Tx, run_id: str, drafts: Sequence[EventDraft]) -> int:
     """Append inside an open transaction; the caller has already decided it may write."""
@@ -499,17 +510,6 @@ class SharedRunOps(TxProvider):
 
     async def set_supervision(self, lease: Lease, supervision: dict[str, Any]) -> None:
         await self._fenced_set("set_supervision", lease, supervision=supervision)
-
-    async def _fenced_set(self, query: str, lease: Lease, **columns: Any) -> None:
-        """One fenced ``UPDATE`` of JSON columns of the leased run (LeaseLost if the
-        lease's epoch is gone): the runtime's records of what it does and remembers."""
-        async with self._writing() as tx:
-            encoded = {name: tx.encode_json(value) for name, value in columns.items()}
-            done = await tx.rows(
-                query, run_id=lease.run_id, worker_id=lease.worker_id, epoch=lease.epoch, **encoded
-            )
-        if not done:
-            raise LeaseLost.of(lease.run_id, lease.epoch)
 
     async def apply_budget(
         self, lease: Lease, budget: dict[str, Any], consumed_wait: str | None

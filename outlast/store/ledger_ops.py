@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from outlast.errors import LeaseLost
 from outlast.store.common import TxProvider
 from outlast.store.ledger import LedgerContract
 from outlast.store.records import Effect, Lease
@@ -62,13 +61,4 @@ class LedgerOps(TxProvider, LedgerContract):
             return [tx.effect(r) for r in await tx.rows("e_list", run_id=run_id)]
 
     async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
-        async with self._writing() as tx:
-            done = await tx.rows(
-                "set_ending",
-                run_id=lease.run_id,
-                worker_id=lease.worker_id,
-                epoch=lease.epoch,
-                ending=tx.encode_json(ending),
-            )
-        if not done:
-            raise LeaseLost.of(lease.run_id, lease.epoch)
+        await self._fenced_set("set_ending", lease, ending=ending)

@@ -205,7 +205,8 @@ FROM ins, r;
 
 -- name: release
 -- A cancelling run released (its worker drained before it heard of the cancel) that owes
--- compensations stays cancelling, with no worker and its ending recorded.
+-- compensations stays cancelling, with no worker and its ending recorded (x: the row as
+-- it is once locked, so a cancel that commits meanwhile is seen).
 WITH r AS (
     UPDATE outlast_runs o
     SET status = CASE WHEN o.status <> 'cancelling' THEN 'queued'
@@ -231,7 +232,7 @@ WITH r AS (
                                'type', COALESCE(c.error->>'type', 'cancelled'),
                                'reason', COALESCE(c.error->>'reason', 'cancelled')))
                  END AS ending
-          FROM outlast_runs c WHERE c.id = %(run_id)s) AS x
+          FROM outlast_runs c WHERE c.id = %(run_id)s FOR UPDATE) AS x
     WHERE o.id = x.id AND o.worker_id = %(worker_id)s AND o.lease_epoch = %(epoch)s
       AND o.status IN ('running', 'cancelling')
     RETURNING o.id, o.last_seq, o.status
@@ -251,26 +252,31 @@ FROM ins;
 -- name: cancel
 -- A queued or waiting run that owes compensations (a done effect declared with
 -- `compensate=`; or queued with its ending already decided) becomes cancelling with no
--- worker: the claim hands it to one, which compensates and then ends it.
+-- worker (x.ending: the ending it goes on to): the claim hands it to one, which
+-- compensates and then ends it. Waiting on a compensation a person must settle, a cancel
+-- gives the rest up.
 WITH r AS (
-    UPDATE outlast_runs
-    SET status = CASE WHEN status = 'running' THEN 'cancelling'
-                      WHEN ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                      THEN 'cancelling'
-                      WHEN ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+    UPDATE outlast_runs o
+    SET status = CASE WHEN o.status = 'running' OR x.ending IS NOT NULL THEN 'cancelling'
                       ELSE 'cancelled' END,
-        ending = CASE WHEN status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                      THEN jsonb_build_object('status', 'cancelled', 'error',
-                           jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text))
-                      ELSE ending END,
+        ending = COALESCE(x.ending, o.ending),
         error = jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text),
-        worker_id = CASE WHEN status = 'running' THEN worker_id END,
-        lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
-        last_seq = last_seq + 1, updated_at = clock_timestamp()
-    WHERE id = %(run_id)s AND status IN ('queued', 'waiting', 'running')
-    RETURNING *
+        worker_id = CASE WHEN o.status = 'running' THEN o.worker_id END,
+        lease_expires_at = CASE WHEN o.status = 'running' THEN o.lease_expires_at END,
+        last_seq = o.last_seq + 1, updated_at = clock_timestamp()
+    FROM (SELECT c.id,
+                 CASE WHEN c.status = 'running' THEN NULL
+                      WHEN c.ending IS NOT NULL AND c.status = 'queued' THEN c.ending
+                      WHEN c.ending IS NULL
+                       AND EXISTS (SELECT 1 FROM outlast_effects e
+                                   WHERE e.run_id = c.id AND e.compensate IS NOT NULL
+                                     AND e.status = 'done')
+                      THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
+                               'type', 'cancelled', 'reason', %(reason)s::text))
+                 END AS ending
+          FROM outlast_runs c WHERE c.id = %(run_id)s FOR UPDATE) AS x
+    WHERE o.id = x.id AND o.status IN ('queued', 'waiting', 'running')
+    RETURNING o.*
 ), withdrawn AS (
     UPDATE outlast_waits SET status = 'withdrawn'
     WHERE run_id IN (SELECT id FROM r WHERE status = 'cancelled' OR worker_id IS NULL)

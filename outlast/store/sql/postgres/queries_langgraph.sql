@@ -53,25 +53,28 @@ SELECT * FROM outlast_runs WHERE id = %(run_id)s FOR UPDATE;
 -- name: lg_cancel
 -- request_cancel's transition, inside a larger transaction (the caller appends the event);
 -- compensations are owed only when the caller says so (not when new input supersedes it).
-UPDATE outlast_runs
-SET status = CASE WHEN status = 'running' THEN 'cancelling'
-                  WHEN %(compensate)s::boolean AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                  THEN 'cancelling'
-                  WHEN %(compensate)s::boolean AND ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+UPDATE outlast_runs o
+SET status = CASE WHEN o.status = 'running' OR x.ending IS NOT NULL THEN 'cancelling'
                   ELSE 'cancelled' END,
-    ending = CASE WHEN %(compensate)s::boolean AND status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                  THEN jsonb_build_object('status', 'cancelled', 'error',
-                       jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text))
-                  ELSE ending END,
+    ending = COALESCE(x.ending, o.ending),
     error = jsonb_build_object('type', %(kind)s::text, 'reason', %(reason)s::text,
                                'compensate', %(compensate)s::boolean),
-    worker_id = CASE WHEN status = 'running' THEN worker_id END,
-    lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
+    worker_id = CASE WHEN o.status = 'running' THEN o.worker_id END,
+    lease_expires_at = CASE WHEN o.status = 'running' THEN o.lease_expires_at END,
     updated_at = clock_timestamp()
-WHERE id = %(run_id)s AND status IN ('queued', 'waiting', 'running')
-RETURNING *;
+FROM (SELECT c.id,
+             CASE WHEN c.status = 'running' THEN NULL
+                  WHEN c.ending IS NOT NULL AND c.status = 'queued' THEN c.ending
+                  WHEN %(compensate)s::boolean AND c.ending IS NULL
+                   AND EXISTS (SELECT 1 FROM outlast_effects e
+                               WHERE e.run_id = c.id AND e.compensate IS NOT NULL
+                                 AND e.status = 'done')
+                  THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
+                           'type', %(kind)s::text, 'reason', %(reason)s::text))
+             END AS ending
+      FROM outlast_runs c WHERE c.id = %(run_id)s FOR UPDATE) AS x
+WHERE o.id = x.id AND o.status IN ('queued', 'waiting', 'running')
+RETURNING o.*;
 
 -- name: lg_run_insert
 INSERT INTO outlast_lg_runs (id, run_id, thread_id, principal, assistant_id, from_seq, kwargs,

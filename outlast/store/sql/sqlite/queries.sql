@@ -150,22 +150,26 @@ RETURNING outlast_runs.id, outlast_runs.last_seq, outlast_runs.status;
 -- name: cancel
 -- (owing compensations: see the Postgres query)
 UPDATE outlast_runs
-SET status = CASE WHEN status = 'running' THEN 'cancelling'
-                  WHEN ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                  THEN 'cancelling'
-                  WHEN ending IS NOT NULL AND status = 'queued' THEN 'cancelling'
+SET status = CASE WHEN outlast_runs.status = 'running' OR x.ending IS NOT NULL THEN 'cancelling'
                   ELSE 'cancelled' END,
-    ending = CASE WHEN status <> 'running' AND ending IS NULL AND EXISTS (SELECT 1 FROM outlast_effects e WHERE e.run_id = outlast_runs.id
-                        AND e.compensate IS NOT NULL AND e.status = 'done')
-                  THEN json_object('status', 'cancelled', 'error',
-                       json_object('type', 'cancelled', 'reason', :reason))
-                  ELSE ending END,
+    ending = COALESCE(x.ending, outlast_runs.ending),
     error = json_object('type', 'cancelled', 'reason', :reason),
-    worker_id = CASE WHEN status = 'running' THEN worker_id END,
-    lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END,
-    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
-WHERE id = :run_id AND status IN ('queued', 'waiting', 'running')
+    worker_id = CASE WHEN outlast_runs.status = 'running' THEN outlast_runs.worker_id END,
+    lease_expires_at = CASE WHEN outlast_runs.status = 'running'
+                            THEN outlast_runs.lease_expires_at END,
+    last_seq = outlast_runs.last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
+FROM (SELECT c.id,
+             CASE WHEN c.status = 'running' THEN NULL
+                  WHEN c.ending IS NOT NULL AND c.status = 'queued' THEN c.ending
+                  WHEN c.ending IS NULL
+                   AND EXISTS (SELECT 1 FROM outlast_effects e
+                               WHERE e.run_id = c.id AND e.compensate IS NOT NULL
+                                 AND e.status = 'done')
+                  THEN json_object('status', 'cancelled', 'error', json_object(
+                           'type', 'cancelled', 'reason', :reason))
+             END AS ending
+      FROM outlast_runs c WHERE c.id = :run_id) AS x
+WHERE outlast_runs.id = x.id AND outlast_runs.status IN ('queued', 'waiting', 'running')
 RETURNING *;
 
 -- name: reap
