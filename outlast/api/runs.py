@@ -211,6 +211,8 @@ async def run_result(
 @router.get("/runs/{run_id}/effects", responses=declared(404))
 async def run_effects(ctx: Ctx, run: RunOf) -> dict[str, Any]:
     """The run's effects ledger: each side effect with its key, arguments, status
-    (started, done, failed, unknown), result and how many times it was called."""
+    (started, done, failed, unknown), result and how many times it was called; whether a
+    compensation undoes it (``compensable``), and, on an undoing (key ``undo:<key>``),
+    which effect it undoes (``compensates``)."""
     effects = await ctx.store.list_effects(run.id)
     return {"run_id": run.id, "effects": [e.public() for e in effects]}
