@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         description="calls of a compensation that fails before a person is asked "
         "(a reconciliation wait)",
     )
+    compensation_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="seconds one call of a compensation may take; longer is a failure "
+        "(retried like one)",
+    )
     compensation_backoff: float = Field(
         default=0.5,
         ge=0,

@@ -5,7 +5,8 @@ booking system's own log), each booking undone by a compensation of its own.
 ``wait``: it asks a person; ``sleep``: it sleeps a minute, to be cancelled in flight;
 anything else: it finishes), ``hotel_fails`` (the hotel's
 booking raises: that effect never happened), and the desk's ``<desk>.unbook_fails`` file
-holds how many more times cancelling a booking fails.
+holds how many more times cancelling a booking fails (``<desk>.unbook_hangs``: it never
+answers).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ async def unbook(
     result: dict[str, Any], item: str, *, desk: str, idempotency_key: str
 ) -> dict[str, Any]:
     """Cancels a booking by its id: doing it twice under one key cancels it once."""
+    if Path(desk + ".unbook_hangs").exists():
+        await asyncio.sleep(3600)
     fails = Path(desk + ".unbook_fails")
     left = int(fails.read_text()) if fails.exists() else 0
     if left > 0:

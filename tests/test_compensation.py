@@ -189,3 +189,16 @@ async def test_a_run_cancelled_in_flight_undoes_its_bookings(store: Store, tmp_p
         final = await wait_result(srv.client, run["id"])
         assert final["status"] == "cancelled" and len(final["error"]["compensated"]) == 2
         assert _ops(desk)[-2:] == [("unbook", "hotel"), ("unbook", "flight")]
+
+
+async def test_a_compensation_that_never_answers_times_out(store: Store, tmp_path: Path) -> None:
+    desk = tmp_path / "desk.jsonl"
+    Path(str(desk) + ".unbook_hangs").touch()
+    settings = make_settings(
+        compensation_attempts=1, compensation_backoff=0.0, compensation_timeout=0.2
+    )
+    async with serve(store, settings) as srv:
+        run = await post_run(srv.client, **_trip(desk, then="fail"))
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        assert wait["kind"] == "reconciliation"
+        assert wait["object"]["error"] == "TimeoutError: no answer in 0.2 s"

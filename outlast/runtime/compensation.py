@@ -97,12 +97,14 @@ class Compensator:
         *,
         attempts: int,
         backoff: float,
+        timeout: float,
     ) -> None:
         self._store = store
         self._run_id = run_id
         self._sink = sink
         self._attempts = attempts
         self._backoff = backoff
+        self._timeout = timeout
 
     async def run(self) -> list[dict[str, Any]] | WaitSpec:
         """Undo what is owed: the summary for the terminal state, or the wait to park on
@@ -142,9 +144,14 @@ class Compensator:
             self._event(EventType.EFFECT_STARTED, row, effect, attempt=row.calls)
             faults.fault_point(BEFORE_CALL)
             try:
-                result = await self._call(effect, key)
+                # a compensation that never answers must not hold the run for ever
+                result = await asyncio.wait_for(self._call(effect, key), self._timeout)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = (
+                    f"TimeoutError: no answer in {self._timeout:g} s"
+                    if isinstance(exc, TimeoutError)
+                    else f"{type(exc).__name__}: {exc}"
+                )
                 failed = await self._store.effect_finish(
                     self._run_id, key, EffectStatus.FAILED, error=error
                 )

@@ -486,6 +486,7 @@ class Execution:
             sink,
             attempts=self.settings.compensation_attempts,
             backoff=self.settings.compensation_backoff,
+            timeout=self.settings.compensation_timeout,
         )
         done = await compensator.run()
         if isinstance(done, WaitSpec):
