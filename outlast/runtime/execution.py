@@ -280,7 +280,7 @@ class Execution:
             if fork is NO_CHECKPOINT:
                 await self.store.checkpointer().adelete_thread(run.thread_id)
             elif fork is not None:  # the head again, pending writes and all
-                await restore_as_head(self.store.checkpointer(), run.thread_id, fork)
+                await restore_as_head(graph, self.store.checkpointer(), run.thread_id, fork)
         if options.checkpoint_id and not resumed:  # a fork, until the run has its own
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None

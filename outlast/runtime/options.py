@@ -121,10 +121,13 @@ async def before_run(graph: Any, config: Any, run_id: str) -> str | None:
     return NO_CHECKPOINT if wrote else None
 
 
-async def restore_as_head(saver: Any, thread_id: str, checkpoint_id: str) -> None:
+async def restore_as_head(graph: Any, saver: Any, thread_id: str, checkpoint_id: str) -> None:
     """Make a copy of checkpoint ``checkpoint_id`` the thread's head, its pending writes
     included (``__copy__`` copies channel values only, and a step whose writes were saved
-    before its checkpoint would lose them)."""
+    before its checkpoint would lose them: a run cancelled between a task's writes and
+    its step's checkpoint leaves exactly that). A task's id is derived from its
+    checkpoint's id, so each write goes to the copy under the id the same task has there
+    (matched by the task's path); kept under the old id it would apply to nothing."""
     source = await saver.aget_tuple(
         {
             "configurable": {
@@ -142,8 +145,17 @@ async def restore_as_head(saver: Any, thread_id: str, checkpoint_id: str) -> Non
     checkpoint["ts"] = dt.datetime.now(dt.UTC).isoformat()
     metadata: Any = {**source.metadata, "source": "update"}
     stored = await saver.aput(head.config, checkpoint, metadata, checkpoint["channel_versions"])
+    renamed = await _task_ids(graph, source.config, stored) if source.pending_writes else {}
     by_task: dict[str, list[tuple[str, Any]]] = defaultdict(list)
     for task_id, channel, value in source.pending_writes or []:
-        by_task[task_id].append((channel, value))
+        by_task[renamed.get(task_id, task_id)].append((channel, value))
     for task_id, writes in by_task.items():
         await saver.aput_writes(stored, writes, task_id)
+
+
+async def _task_ids(graph: Any, source: Any, copy: Any) -> dict[str, str]:
+    """The id each task of ``source`` has in ``copy`` (the same step, another id)."""
+    before = await graph.aget_state(source)
+    after = await graph.aget_state(copy)
+    by_path = {tuple(map(str, t.path)): t.id for t in after.tasks}
+    return {t.id: by_path[key] for t in before.tasks if (key := tuple(map(str, t.path))) in by_path}

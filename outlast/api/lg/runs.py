@@ -336,7 +336,7 @@ async def _undo(ctx: AppContext, f: Found) -> None:
     if before == NO_CHECKPOINT:
         await ctx.store.checkpointer().adelete_thread(run.thread_id)
     elif before is not None:
-        await restore_as_head(ctx.store.checkpointer(), run.thread_id, before)
+        await restore_as_head(graph, ctx.store.checkpointer(), run.thread_id, before)
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
