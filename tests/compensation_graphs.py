@@ -6,7 +6,7 @@ booking system's own log), each booking undone by a compensation of its own.
 anything else: it finishes), ``hotel_fails`` (the hotel's
 booking raises: that effect never happened), and the desk's ``<desk>.unbook_fails`` file
 holds how many more times cancelling a booking fails (``<desk>.unbook_hangs``: it never
-answers).
+answers; ``<desk>.hotel_hangs``: the hotel books, and its answer never comes back).
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ async def unbook(
 @effect(idempotent=True, compensate=unbook)
 async def book(item: str, *, desk: str, idempotency_key: str) -> dict[str, Any]:
     _write(desk, {"op": "book", "item": item, "key": idempotency_key})
+    if item == "hotel" and Path(desk + ".hotel_hangs").exists():
+        await asyncio.sleep(3600)
     return {"booking": f"{item}-{idempotency_key[-8:]}"}
 
 

@@ -202,3 +202,37 @@ async def test_a_compensation_that_never_answers_times_out(store: Store, tmp_pat
         wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
         assert wait["kind"] == "reconciliation"
         assert wait["object"]["error"] == "TimeoutError: no answer in 0.2 s"
+
+
+@pytest.mark.parametrize("happened", [True, False])
+async def test_a_booking_in_flight_at_the_cancel_is_asked_about(
+    store: Store, tmp_path: Path, happened: bool
+) -> None:
+    """The hotel booked but never answered; the run is cancelled meanwhile. Nobody knows
+    whether it happened, so a person is asked, then it is undone or recorded as not done."""
+    desk = tmp_path / "desk.jsonl"
+    Path(str(desk) + ".hotel_hangs").touch()
+    async with serve(store) as srv:
+        run = await post_run(srv.client, **_trip(desk))
+        from tests.harness import eventually
+
+        await eventually(lambda: _ops(desk)[-1:] == [("book", "hotel")], what="the hotel call")
+        await srv.client.post(f"/v1/runs/{run['id']}/cancel")
+        wait = (await wait_status(srv.client, run["id"], "waiting"))["wait"]
+        assert wait["kind"] == "reconciliation" and wait["object"]["question"] == "in_flight"
+        assert wait["object"]["args"]["args"] == ["hotel"]
+        assert not [op for op, _ in _ops(desk) if op == "unbook"]  # nothing undone yet
+        said = {"happened": True, "result": {"booking": "hotel-by-phone"}}
+        response = await answer(
+            srv, run["id"], wait["id"], said if happened else {"happened": False}
+        )
+        assert response.status_code == 202
+        final = await wait_result(srv.client, run["id"])
+        assert final["status"] == "cancelled"
+        undone = [x["booking"] for x in desk_lines(desk) if x["op"] == "unbook"]
+        hotel = ["hotel-by-phone"] if happened else []
+        assert undone[:-1] == hotel and undone[-1].startswith("flight-")
+        ledger = (await srv.client.get(f"/v1/runs/{run['id']}/effects")).json()["effects"]
+        booked = [e for e in ledger if e["tool"] == "book"]
+        assert [e["status"] for e in booked] == ["done", "done" if happened else "failed"]
+        assert len(final["error"]["compensated"]) == (2 if happened else 1)

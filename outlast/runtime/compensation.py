@@ -18,8 +18,11 @@ undoing is a ledger row of its own, keyed ``undo:<effect key>``, so it happens o
 
 Once the decision is recorded the run never runs its graph again: whoever claims it (after
 a crash, a drain or that wait) finishes the compensations and ends it as decided, however
-many attempts it has used. Only ``done`` effects are undone: one that failed, or never
-started, did not happen.
+many attempts it has used. An effect that failed, or never started, did not happen and
+is not undone. One that was in flight when the run stopped (``started``: its node was
+cancelled mid-call, or its worker died; ``unknown``) may have happened: a person is asked
+(a ``reconciliation`` wait) whether it did, and with what result; ``{"happened": true,
+"result": ...}`` has it undone, ``{"happened": false}`` records that it did not happen.
 """
 
 from __future__ import annotations
@@ -40,8 +43,12 @@ from outlast.store import Effect, EventDraft, Store, WaitSpec
 from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
 
 UNDO = "undo:"
-# Interrupt ids of the runtime's compensation waits (``runtime/policy.py`` lists them).
+# Interrupt ids of the runtime's compensation waits (``runtime/policy.py`` lists them),
+# and what each asks: whether an effect in flight happened; whether one that kept failing
+# to be undone was undone by hand.
 COMPENSATION_WAIT = "compensation:"
+IN_FLIGHT = "in_flight"
+FAILING = "failing"
 
 BEFORE_CALL = "compensation.before_call"
 AFTER_CALL = "compensation.after_call"
@@ -49,10 +56,13 @@ AFTER_DONE = "compensation.after_done"
 
 
 def owed(effects: Sequence[Effect]) -> list[Effect]:
-    """The done effects that declared an undoing and are not undone yet, latest first."""
+    """The effects that declared an undoing, may have happened (all but ``failed``) and
+    are not undone yet, latest first."""
     undone = {e.compensates for e in effects if e.compensates and e.status == EffectStatus.DONE}
     due = [
-        e for e in effects if e.compensate and e.status == EffectStatus.DONE and e.key not in undone
+        e
+        for e in effects
+        if e.compensate and e.status != EffectStatus.FAILED and e.key not in undone
     ]
     return sorted(due, key=lambda e: (e.finished_at or e.started_at, e.started_at), reverse=True)
 
@@ -113,7 +123,17 @@ class Compensator:
         answers = await self._answers()
         await self._recover_events(effects)
         for effect in owed(effects):
-            answer = answers.get(effect.key)
+            if effect.status != EffectStatus.DONE:
+                said = answers.get((effect.key, IN_FLIGHT))
+                if not isinstance(said, dict):
+                    return self._ask_in_flight(effect)
+                if not said.get("happened"):
+                    await self._did_not_happen(effect)
+                    continue
+                effect = await self._store.effect_finish(
+                    self._run_id, effect.key, EffectStatus.DONE, to_jsonable(said.get("result"))
+                )
+            answer = answers.get((effect.key, FAILING))
             if isinstance(answer, dict) and answer.get("happened"):
                 await self._begin(effect)
                 await self._done(effect, answer.get("result"), reconciled=True)
@@ -123,13 +143,26 @@ class Compensator:
                 return self._ask(effect, error)
         return compensated(await self._store.list_effects(self._run_id))
 
-    async def _answers(self) -> dict[str, Any]:
-        """What people said about compensations that kept failing, by effect key."""
-        found: dict[str, Any] = {}
+    async def _answers(self) -> dict[tuple[str, str], Any]:
+        """What people said, by effect key and question."""
+        found: dict[tuple[str, str], Any] = {}
         for wait in await self._store.list_waits(self._run_id, WaitStatus.ANSWERED):
             if wait.interrupt_id.startswith(COMPENSATION_WAIT):
-                found[str((wait.object or {}).get("effect"))] = wait.answer
+                asked = wait.object or {}
+                found[(str(asked.get("effect")), str(asked.get("question")))] = wait.answer
         return found
+
+    async def _did_not_happen(self, effect: Effect) -> None:
+        error = "it did not happen, a person said"
+        row = await self._store.effect_finish(
+            self._run_id, effect.key, EffectStatus.FAILED, error=error
+        )
+        self._sink.put(
+            EventDraft(
+                EventType.EFFECT_FAILED,
+                {"key": row.key, "tool": row.tool, "status": row.status, "error": error},
+            )
+        )
 
     async def _undo(self, effect: Effect) -> str | None:
         """Call the compensation until it is done; the last error if it never was."""
@@ -243,6 +276,7 @@ class Compensator:
             interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
             kind=WaitKind.RECONCILIATION,
             object={
+                "question": FAILING,
                 "effect": effect.key,
                 "tool": effect.tool,
                 "compensation": name,
@@ -253,6 +287,27 @@ class Compensator:
                 f"Undoing {effect.tool} with {name} failed {self._attempts} time(s) (last: "
                 f'{error}). Undo it by hand and answer {{"happened": true}}, or answer '
                 '{"happened": false} to try the compensation again.'
+            ),
+            schema=RECONCILE_SCHEMA,
+        )
+
+    def _ask_in_flight(self, effect: Effect) -> WaitSpec:
+        metrics.COMPENSATIONS.labels(outcome="asked").inc()
+        name = (effect.compensate or "").rpartition(":")[2]
+        return WaitSpec(
+            interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
+            kind=WaitKind.RECONCILIATION,
+            object={
+                "question": IN_FLIGHT,
+                "effect": effect.key,
+                "tool": effect.tool,
+                "compensation": name,
+                "args": effect.args,
+            },
+            prompt=(
+                f"{effect.tool} was in flight when the run stopped, and the run is being "
+                f'undone. Did it happen? Answer {{"happened": true, "result": ...}} (its '
+                f'result, which {name} is given to undo it) or {{"happened": false}}.'
             ),
             schema=RECONCILE_SCHEMA,
         )

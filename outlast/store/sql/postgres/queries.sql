@@ -227,7 +227,7 @@ WITH r AS (
                        AND COALESCE((c.error->>'compensate')::boolean, true)
                        AND EXISTS (SELECT 1 FROM outlast_effects e
                                    WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                     AND e.status = 'done')
+                                     AND e.status <> 'failed')
                       THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
                                'type', COALESCE(c.error->>'type', 'cancelled'),
                                'reason', COALESCE(c.error->>'reason', 'cancelled')))
@@ -270,7 +270,7 @@ WITH r AS (
                       WHEN c.ending IS NULL
                        AND EXISTS (SELECT 1 FROM outlast_effects e
                                    WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                     AND e.status = 'done')
+                                     AND e.status <> 'failed')
                       THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
                                'type', 'cancelled', 'reason', %(reason)s::text))
                  END AS ending
@@ -303,7 +303,7 @@ WITH expired AS (
            CASE WHEN x.ending IS NOT NULL THEN x.ending
                 WHEN NOT EXISTS (SELECT 1 FROM outlast_effects e
                                  WHERE e.run_id = x.id AND e.compensate IS NOT NULL
-                                   AND e.status = 'done') THEN NULL
+                                   AND e.status <> 'failed') THEN NULL
                 WHEN x.status = 'cancelling' AND COALESCE((x.error->>'compensate')::boolean, true)
                 THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
                          'type', COALESCE(x.error->>'type', 'cancelled'),

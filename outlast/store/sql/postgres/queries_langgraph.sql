@@ -68,7 +68,7 @@ FROM (SELECT c.id,
                   WHEN %(compensate)s::boolean AND c.ending IS NULL
                    AND EXISTS (SELECT 1 FROM outlast_effects e
                                WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                 AND e.status = 'done')
+                                 AND e.status <> 'failed')
                   THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
                            'type', %(kind)s::text, 'reason', %(reason)s::text))
              END AS ending

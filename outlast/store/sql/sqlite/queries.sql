@@ -137,7 +137,7 @@ FROM (SELECT c.id,
                    AND COALESCE(json_extract(c.error, '$.compensate'), 1)
                    AND EXISTS (SELECT 1 FROM outlast_effects e
                                WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                 AND e.status = 'done')
+                                 AND e.status <> 'failed')
                   THEN json_object('status', 'cancelled', 'error', json_object(
                            'type', COALESCE(json_extract(c.error, '$.type'), 'cancelled'),
                            'reason', COALESCE(json_extract(c.error, '$.reason'), 'cancelled')))
@@ -164,7 +164,7 @@ FROM (SELECT c.id,
                   WHEN c.ending IS NULL
                    AND EXISTS (SELECT 1 FROM outlast_effects e
                                WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                 AND e.status = 'done')
+                                 AND e.status <> 'failed')
                   THEN json_object('status', 'cancelled', 'error', json_object(
                            'type', 'cancelled', 'reason', :reason))
              END AS ending
@@ -196,7 +196,7 @@ FROM (SELECT r.id,
              CASE WHEN r.ending IS NOT NULL THEN r.ending
                   WHEN NOT EXISTS (SELECT 1 FROM outlast_effects e
                                    WHERE e.run_id = r.id AND e.compensate IS NOT NULL
-                                     AND e.status = 'done') THEN NULL
+                                     AND e.status <> 'failed') THEN NULL
                   WHEN r.status = 'cancelling' AND COALESCE(json_extract(r.error, '$.compensate'), 1)
                   THEN json_object('status', 'cancelled', 'error', json_object(
                            'type', COALESCE(json_extract(r.error, '$.type'), 'cancelled'),

@@ -68,7 +68,7 @@ FROM (SELECT c.id,
                   WHEN :compensate AND c.ending IS NULL
                    AND EXISTS (SELECT 1 FROM outlast_effects e
                                WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                 AND e.status = 'done')
+                                 AND e.status <> 'failed')
                   THEN json_object('status', 'cancelled', 'error', json_object(
                            'type', :kind, 'reason', :reason))
              END AS ending
