@@ -480,6 +480,10 @@ class Execution:
         """Record how the run ends, undo its effects, end it so (or park it on a
         compensation that needs a person)."""
         await self.store.set_ending(self.lease, ending)
+        # a compensation defined beside a graph loaded by path is importable once the
+        # graph's module is (the servers load every graph at start; this is for the rest)
+        with contextlib.suppress(Exception):
+            self.registry.get(self.run.graph)
         compensator = Compensator(
             self.store,
             self.run.id,
