@@ -198,7 +198,7 @@ class Compensator:
 
     async def _begin(self, effect: Effect) -> tuple[Effect, bool]:
         key = UNDO + effect.key
-        name = (effect.compensate or "").rpartition(":")[2].rpartition(".")[2]
+        name = _name(effect)
         digest = hashlib.sha256(key.encode()).hexdigest()
         return await self._store.effect_begin(
             self._run_id,
@@ -270,44 +270,45 @@ class Compensator:
         self._sink.put(EventDraft(kind, data))
 
     def _ask(self, effect: Effect, error: str) -> WaitSpec:
-        metrics.COMPENSATIONS.labels(outcome="asked").inc()
-        name = (effect.compensate or "").rpartition(":")[2]
-        return WaitSpec(
-            interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
-            kind=WaitKind.RECONCILIATION,
-            object={
-                "question": FAILING,
-                "effect": effect.key,
-                "tool": effect.tool,
-                "compensation": name,
-                "error": error,
-                "result": effect.result,
-            },
-            prompt=(
-                f"Undoing {effect.tool} with {name} failed {self._attempts} time(s) (last: "
-                f'{error}). Undo it by hand and answer {{"happened": true}}, or answer '
-                '{"happened": false} to try the compensation again.'
-            ),
-            schema=RECONCILE_SCHEMA,
+        name = _name(effect)
+        return _question(
+            effect,
+            FAILING,
+            {"error": error, "result": effect.result},
+            f"Undoing {effect.tool} with {name} failed {self._attempts} time(s) (last: "
+            f'{error}). Undo it by hand and answer {{"happened": true}}, or answer '
+            '{"happened": false} to try the compensation again.',
         )
 
     def _ask_in_flight(self, effect: Effect) -> WaitSpec:
-        metrics.COMPENSATIONS.labels(outcome="asked").inc()
-        name = (effect.compensate or "").rpartition(":")[2]
-        return WaitSpec(
-            interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
-            kind=WaitKind.RECONCILIATION,
-            object={
-                "question": IN_FLIGHT,
-                "effect": effect.key,
-                "tool": effect.tool,
-                "compensation": name,
-                "args": effect.args,
-            },
-            prompt=(
-                f"{effect.tool} was in flight when the run stopped, and the run is being "
-                f'undone. Did it happen? Answer {{"happened": true, "result": ...}} (its '
-                f'result, which {name} is given to undo it) or {{"happened": false}}.'
-            ),
-            schema=RECONCILE_SCHEMA,
+        return _question(
+            effect,
+            IN_FLIGHT,
+            {"args": effect.args},
+            f"{effect.tool} was in flight when the run stopped, and the run is being "
+            f'undone. Did it happen? Answer {{"happened": true, "result": ...}} (its '
+            f'result, which {_name(effect)} is given to undo it) or {{"happened": false}}.',
         )
+
+
+def _name(effect: Effect) -> str:
+    """The compensation's function name (its import path is ``module:qualname``)."""
+    return (effect.compensate or "").rpartition(":")[2].rpartition(".")[2]
+
+
+def _question(effect: Effect, question: str, facts: dict[str, Any], prompt: str) -> WaitSpec:
+    """A ``reconciliation`` wait of the runtime's own about one effect's undoing."""
+    metrics.COMPENSATIONS.labels(outcome="asked").inc()
+    return WaitSpec(
+        interrupt_id=f"{COMPENSATION_WAIT}{effect.key}:{uuid.uuid4().hex[:8]}",
+        kind=WaitKind.RECONCILIATION,
+        object={
+            "question": question,
+            "effect": effect.key,
+            "tool": effect.tool,
+            "compensation": _name(effect),
+            **facts,
+        },
+        prompt=prompt,
+        schema=RECONCILE_SCHEMA,
+    )
