@@ -93,7 +93,12 @@ async def test_renewals_are_capped_then_a_person_decides(
         assert snap["wait"]["kind"] == "human" and snap["wait"]["object"]["activity"] == "quiet"
         events = await collect_until_wait(srv, run["id"])
         verdicts = [(e["tier"], e["verdict"]) for e in events]
-        assert verdicts == [(1, "renew"), (4, "renew"), (4, "escalate")]
+        # two counted renewals (the cap), then a person. Which look saw the node's signs of
+        # life (tier 1) and which saw silence (tier 4) depends on how the loop was
+        # scheduled; that some look saw them does not: none is lost.
+        *renewals, last = verdicts
+        assert last == (4, "escalate") and [v for _, v in renewals] == ["renew", "renew"]
+        assert (1, "renew") in renewals and {t for t, _ in renewals} <= {1, 4}
         assert all(set(e) >= {"trigger", "tier", "verdict", "reason", "cost"} for e in events)
         assert (await answer(srv, run["id"], snap["wait"]["id"], "close")).status_code == 202
         final = await wait_result(srv.client, run["id"])
