@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "outlast"
 
 # Top-level modules everything may use; they use only each other.
-FOUNDATION = {"vocabulary", "errors", "jsonable", "config", "logs", "tracing", "heap"}
+FOUNDATION = {"vocabulary", "errors", "jsonable", "config", "logs", "tracing", "heap", "retry"}
 
 # What each part of the package may import, besides itself and the foundation.
 ALLOWED: dict[str, set[str]] = {

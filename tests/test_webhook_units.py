@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from outlast.config import Settings
-from outlast.runtime.deliverer import backoff
+from outlast.runtime.deliverer import retry_policy
 from outlast.secretbox import SecretBox, SecretUnreadable
 from outlast.webhooks import sender
 from outlast.webhooks.urls import UnsafeUrl, check_url, resolve
@@ -94,8 +94,9 @@ async def test_the_request_goes_to_the_address_that_was_checked() -> None:
 
 def test_backoff_doubles_up_to_its_cap_with_half_of_it_random() -> None:
     rng = random.Random(7)
+    policy = retry_policy(Settings(webhook_backoff=2.0, webhook_backoff_max=60.0))
     for attempt, full in ((1, 2.0), (2, 4.0), (3, 8.0), (10, 60.0), (40, 60.0)):
-        delays = [backoff(attempt, 2.0, 60.0, rng) for _ in range(200)]
+        delays = [policy.delay(attempt, rng) for _ in range(200)]
         assert all(full / 2 <= d <= full for d in delays)
         assert max(delays) - min(delays) > full / 4  # jittered, not one instant for all
 

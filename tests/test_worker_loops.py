@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from outlast.retry import RetryPolicy
 from outlast.runtime import faults
 from outlast.runtime.loops import LoopFailed, Restarts, supervised
 from outlast.runtime.metrics import REGISTRY
@@ -18,7 +19,7 @@ from outlast.store import Store
 from tests.harness import make_settings, post_run, serve, wait_result
 from tests.procs import kill, start_server, wait_for_status
 
-QUICK = Restarts(first_delay=0.001, max_delay=0.01, max_failures=3, window=60.0)
+QUICK = Restarts(RetryPolicy(0.001, maximum_interval=0.01), max_failures=3, window=60.0)
 
 
 def _restarts(loop: str) -> float:
@@ -57,7 +58,7 @@ async def test_a_loop_that_keeps_failing_gives_up() -> None:
 def test_the_backoff_doubles_up_to_its_cap() -> None:
     restarts = Restarts()
     assert [restarts.delay(n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.4, 0.8]
-    assert restarts.delay(12) == restarts.max_delay
+    assert restarts.delay(12) == restarts.backoff.maximum_interval
 
 
 async def test_a_heartbeat_that_raises_once_is_restarted_and_keeps_the_leases(

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from outlast.config import ClientSettings
+from outlast.retry import Backoff, RetryPolicy
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 CONNECT_TIMEOUT = 5.0
@@ -31,21 +32,8 @@ def default_server() -> str:
     return ClientSettings().server or DEFAULT_SERVER
 
 
-class Backoff:
-    """0.2 s doubling to 5 s; reset once the server answers again."""
-
-    def __init__(self, first: float = 0.2, cap: float = 5.0) -> None:
-        self._first = first
-        self._cap = cap
-        self._next = first
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, self._cap)
-        return delay
-
-    def reset(self) -> None:
-        self._next = self._first
+# 0.2 s doubling to 5 s; a stream starts over once the server answers again.
+RETRY = RetryPolicy(initial_interval=0.2, maximum_interval=5.0)
 
 
 class Unreachable(Exception):
@@ -129,7 +117,7 @@ class Api:
         deadline: float | None = None,
     ) -> httpx.Response:
         """The first answer that is not a transient failure; ``deadline`` is monotonic."""
-        backoff = Backoff()
+        backoff = Backoff(RETRY)
         while True:
             timeout = REQUEST_TIMEOUT
             if deadline is not None:

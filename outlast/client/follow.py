@@ -14,15 +14,16 @@ import httpx
 
 from outlast.client.api import (
     CONNECT_TIMEOUT,
+    RETRY,
     STREAM_READ_TIMEOUT,
     Api,
-    Backoff,
     Problem,
     Refused,
     describe,
     retryable,
 )
 from outlast.client.sse import Event, parse
+from outlast.retry import Backoff
 
 
 class Handler(Protocol):
@@ -38,7 +39,7 @@ class _Transient(Exception):
 async def follow(api: Api, run_id: str, handler: Handler, after: int = 0) -> Event:
     """Return the run's terminal event once it has been handed to ``handler``."""
     cursor = after
-    backoff = Backoff()
+    backoff = Backoff(RETRY)
     connected_before = False
     failing = False  # the previous attempt did not even get a stream
     timeout = httpx.Timeout(STREAM_READ_TIMEOUT, connect=CONNECT_TIMEOUT)

@@ -16,7 +16,11 @@ from typing import Any
 
 import httpx
 
+from outlast.retry import Backoff, RetryPolicy
 from outlast.vocabulary import TERMINAL_EVENTS
+
+# A steady 0.3 s: the demo kills its server on purpose and shows the reconnection at once.
+RECONNECT = RetryPolicy(initial_interval=0.3, backoff_coefficient=1.0)
 
 
 @dataclass
@@ -74,14 +78,16 @@ class Follower:
                     if until is not None and until(event):
                         return
 
-    async def follow(self, retry: float = 0.3, give_up: float = 30.0) -> None:
+    async def follow(self, retry: RetryPolicy = RECONNECT, give_up: float = 30.0) -> None:
         """Read to the end, reconnecting after every failure (a dead server included)."""
+        backoff = Backoff(retry)
         failing_since: float | None = None
         loop = asyncio.get_running_loop()
         while not self.ended.is_set():
             try:
                 await self.read()
                 failing_since = None
+                backoff.reset()
             except (httpx.HTTPError, OSError) as exc:
                 now = loop.time()
                 if failing_since is None:
@@ -89,7 +95,7 @@ class Follower:
                     self.drops.append(type(exc).__name__)
                 elif now - failing_since > give_up:
                     raise
-                await asyncio.sleep(retry)
+                await asyncio.sleep(backoff.next())
 
     async def wait_for(self, test: Callable[[Received], bool], within: float) -> Received:
         """The first event (already received or still to come) that passes ``test``."""

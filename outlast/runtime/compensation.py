@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from outlast.jsonable import to_jsonable
+from outlast.retry import RetryPolicy
 from outlast.runtime import faults, metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
@@ -113,7 +114,7 @@ class Compensator:
         self._run_id = run_id
         self._sink = sink
         self._attempts = attempts
-        self._backoff = backoff
+        self._retry = RetryPolicy(initial_interval=backoff)
         self._timeout = timeout
 
     async def run(self) -> list[dict[str, Any]] | WaitSpec:
@@ -171,7 +172,7 @@ class Compensator:
         error: str | None = None
         for attempt in range(self._attempts):
             if attempt:
-                await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
+                await asyncio.sleep(self._retry.delay(attempt))
             if not fresh or attempt:
                 row = await self._store.effect_retry(self._run_id, key)
             self._event(EventType.EFFECT_STARTED, row, effect, attempt=row.calls)

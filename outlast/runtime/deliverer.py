@@ -22,12 +22,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import random
 from collections.abc import Mapping
 
 import httpx
 
 from outlast.config import Settings
+from outlast.retry import RetryPolicy
 from outlast.runtime import faults, metrics
 from outlast.secretbox import SecretBox
 from outlast.store import Store
@@ -42,12 +42,15 @@ log = logging.getLogger(__name__)
 CLAIM_MARGIN = 5.0  # seconds a claim outlives the attempt's own timeout
 
 
-def backoff(attempt: int, first: float, cap: float, rng: random.Random | None = None) -> float:
-    """Seconds before attempt ``attempt + 1``: ``first`` doubled per attempt up to ``cap``,
-    half of it fixed and half random ("equal jitter"), so that deliveries that failed
-    together (a receiver that was down) do not all come back at the same instant."""
-    full = float(min(cap, first * 2 ** max(0, attempt - 1)))
-    return full / 2 + (rng or random).uniform(0, full / 2)
+def retry_policy(settings: Settings) -> RetryPolicy:
+    """``webhook_backoff`` doubled per attempt up to ``webhook_backoff_max``, jittered so
+    that deliveries that failed together (a receiver that was down) do not all come back
+    at the same instant. Attempts end on the event's age (``webhook_retry_period``)."""
+    return RetryPolicy(
+        initial_interval=settings.webhook_backoff,
+        maximum_interval=settings.webhook_backoff_max,
+        jitter=True,
+    )
 
 
 class Deliverer:
@@ -159,9 +162,7 @@ class Deliverer:
             _observe_latency(delivery.payload)
         else:
             settings = self.settings
-            delay = backoff(
-                delivery.attempts, settings.webhook_backoff, settings.webhook_backoff_max
-            )
+            delay = retry_policy(settings).delay(delivery.attempts)
             age = (dt.datetime.now(dt.UTC) - delivery.created_at).total_seconds()
             if age + delay <= settings.webhook_retry_period:
                 retry_in, label = delay, "retry"

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from outlast.retry import RetryPolicy
 from outlast.runtime import metrics
 from outlast.store.hub import wait_for
 
@@ -39,16 +40,18 @@ class LoopFailed(Exception):
         self.loop = loop
 
 
+RESTART_BACKOFF = RetryPolicy(initial_interval=0.1, maximum_interval=5.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Restarts:
-    first_delay: float = 0.1
-    max_delay: float = 5.0
+    backoff: RetryPolicy = RESTART_BACKOFF
     max_failures: int = 5
     window: float = 60.0
 
     def delay(self, failures: int) -> float:
         """The wait before the next start, after ``failures`` failures in the window."""
-        return float(min(self.first_delay * 2 ** max(0, failures - 1), self.max_delay))
+        return self.backoff.delay(failures)
 
 
 async def supervised(

@@ -27,9 +27,12 @@ from collections.abc import Callable
 
 import psycopg
 
+from outlast.retry import Backoff, RetryPolicy
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, WEBHOOKS, Hub
 
 log = logging.getLogger(__name__)
+
+RECONNECT = RetryPolicy(initial_interval=0.1, maximum_interval=5.0)
 
 CHANNELS = {
     "outlast_queue": QUEUE,
@@ -101,7 +104,7 @@ class Listener:
             self._events = None
 
     async def _listen(self, channels: tuple[str, ...], on_ready: Callable[[], None]) -> None:
-        backoff = 0.1
+        backoff = Backoff(RECONNECT)
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -112,15 +115,17 @@ class Listener:
                     on_ready()
                     for channel in channels:
                         self._hub.wake(CHANNELS[channel])
-                    backoff = 0.1
+                    backoff.reset()
                     async for note in conn.notifies():
                         self._dispatch(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection lost: retry, never crash the process
-                log.warning("outlast listener disconnected (%s); retrying in %.1fs", exc, backoff)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
+                delay = backoff.next()
+                log.warning("outlast listener disconnected (%s); retrying in %.1fs", exc, delay)
+            else:
+                delay = backoff.next()
+            await asyncio.sleep(delay)
 
     def _dispatch(self, channel: str, payload: str) -> None:
         hub_channel = CHANNELS.get(channel)
