@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
-import importlib
 import inspect
 import json
 import logging
@@ -31,6 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from outlast.importing import resolve
 from outlast.nodes.credentials import (
     ENV_PREFIX,
     Credential,
@@ -131,10 +131,7 @@ class RefreshingProvider:
 
 
 def _import(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        target = getattr(target, part)
+    target = resolve(path)
     if not isinstance(target, CredentialProvider) and callable(target):
         target = target()
     if not isinstance(target, CredentialProvider):

@@ -10,7 +10,17 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "outlast"
 
 # Top-level modules everything may use; they use only each other.
-FOUNDATION = {"vocabulary", "errors", "jsonable", "config", "logs", "tracing", "heap", "retry"}
+FOUNDATION = {
+    "vocabulary",
+    "errors",
+    "jsonable",
+    "config",
+    "logs",
+    "tracing",
+    "heap",
+    "retry",  # the one retry policy
+    "importing",  # the one module:attr resolver
+}
 
 # What each part of the package may import, besides itself and the foundation.
 ALLOWED: dict[str, set[str]] = {

@@ -10,7 +10,6 @@ names are ever loaded; a request can name a graph, never a module.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
 import inspect
 import json
@@ -26,6 +25,7 @@ from langgraph.store.base import BaseStore
 
 from outlast.errors import GraphLoadError, UnknownGraph
 from outlast.graph.models import check_model, model_name, uses_model
+from outlast.importing import resolve
 
 BUILTIN = {
     "agent": "outlast.graph.agent:make_graph",
@@ -157,5 +157,5 @@ class GraphRegistry:
         else:
             if str(self._base) not in sys.path:
                 sys.path.insert(0, str(self._base))
-            module = importlib.import_module(module_part)
+            return resolve(target)
         return getattr(module, attr)

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import inspect
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
 from outlast.retry import RetryPolicy
 from outlast.runtime import faults, metrics
@@ -86,12 +86,9 @@ def compensated(effects: Sequence[Effect]) -> list[dict[str, Any]]:
     ]
 
 
-def resolve(path: str) -> Callable[..., Any]:
+def compensation(path: str) -> Callable[..., Any]:
     """The function behind ``module:qualname`` (``nodes.effects.import_path``)."""
-    module, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
+    target = resolve(path)
     if not callable(target):
         raise TypeError(f"{path} is not callable")
     return target  # type: ignore[no-any-return]
@@ -213,7 +210,7 @@ class Compensator:
 
     async def _call(self, effect: Effect, key: str) -> Any:
         assert effect.compensate is not None
-        fn = resolve(effect.compensate)
+        fn = compensation(effect.compensate)
         stored = effect.args if isinstance(effect.args, dict) else {}
         args = list(stored.get("args") or [])
         kwargs = dict(stored.get("kwargs") or {})

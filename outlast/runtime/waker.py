@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import importlib
 import inspect
 import logging
 from typing import Any
 
 from outlast.config import Settings
+from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import ProbeResult
 from outlast.store import Store, Wait
@@ -22,14 +22,6 @@ from outlast.store.hub import WAITS, wait_for
 log = logging.getLogger(__name__)
 
 _BATCH = 50
-
-
-def _resolve(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target
 
 
 def _as_result(value: Any) -> ProbeResult:
@@ -88,7 +80,7 @@ class Waker:
         probe = wait.probe or {}
         every = float(probe.get("every", 10.0))
         try:
-            fn = _resolve(str(probe["path"]))
+            fn = resolve(str(probe["path"]))
             outcome = fn(probe.get("job_id"))
             if inspect.isawaitable(outcome):
                 async with asyncio.timeout(self.settings.probe_timeout):

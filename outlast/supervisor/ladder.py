@@ -25,7 +25,6 @@ obeys every instruction it reads.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
@@ -33,6 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it on 3.11
 
+from outlast.importing import resolve
 from outlast.supervisor import evidence as ev
 from outlast.supervisor.decisions import REMINDING
 from outlast.vocabulary import VERDICTS, Verdict
@@ -109,11 +109,7 @@ def heuristic(state: SupervisorState) -> dict[str, Any]:
 
 
 def _call(path: str) -> Any:
-    module, _, name = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in name.split("."):
-        target = getattr(target, part)
-    return target()
+    return resolve(path)()
 
 
 async def structured(state: SupervisorState) -> dict[str, Any]:
