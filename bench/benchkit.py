@@ -37,6 +37,8 @@ import httpx
 import psycopg
 from psycopg import sql
 
+from outlast.client.sse import Frames
+
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 GRAPHS_FILE = BENCH / "langgraph.json"
@@ -550,27 +552,18 @@ class SseStream:
         if headers.get("transfer-encoding") != "chunked":
             raise RuntimeError(f"GET {self.path}: expected a chunked stream, got {headers}")
         buffer = b""
-        fields: dict[str, str] = {}
+        reader = Frames()
         try:
             async for chunk in read_chunks(http.reader):
                 received = time.time()
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for raw in lines:
-                    line = raw.rstrip(b"\r").decode()
-                    if line == "":
-                        if fields:
-                            yield SseEvent(
-                                received,
-                                fields.get("id"),
-                                fields.get("event"),
-                                fields.get("data"),
-                                "retry" in fields,
-                            )
-                        fields = {}
-                    elif not line.startswith(":"):
-                        key, _, value = line.partition(":")
-                        fields[key] = value[1:] if value.startswith(" ") else value
+                    frame = reader.feed(raw.rstrip(b"\r").decode())
+                    if frame is not None:
+                        yield SseEvent(
+                            received, frame.id, frame.event, frame.data, frame.retry is not None
+                        )
         finally:
             await http.close()
 

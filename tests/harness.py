@@ -6,7 +6,7 @@ Which module holds what:
 - ``tests/harness.py`` (this one): the test databases (a Postgres store on the session's
   database, an SQLite store in a folder), waiting on a condition (``eventually``, the one polling
   loop of the suite), the API in the test's own event loop under uvicorn on a real socket
-  (stream tests must cut real TCP connections), a small SSE client, and the HTTP
+  (stream tests must cut real TCP connections), SSE read with the client's parser, the HTTP
   helpers every API test uses (post a run, wait for its status, answer a wait).
 - ``tests/procs.py``: real ``outlast`` processes (workers and servers) killed with real
   signals, and reading a run's log back from the store after them.
@@ -37,6 +37,7 @@ import pytest
 import uvicorn
 
 from outlast.api.app import create_app
+from outlast.client.sse import frames
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.store import Store
@@ -207,26 +208,10 @@ class SSE:
 
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[SSE]:
-    """Parse a text/event-stream (comments are skipped)."""
-    event_id: str | None = None
-    event = "message"
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield SSE(event_id, event, json.loads("\n".join(data)))
-            event_id, event, data = None, "message", []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "id":
-            event_id = value
-        elif field == "event":
-            event = value
-        elif field == "data":
-            data.append(value)
+    """A text/event-stream's events, their data as JSON (read by the client's parser)."""
+    async for frame in frames(response.aiter_lines()):
+        if frame.data is not None:
+            yield SSE(frame.id, frame.event, json.loads(frame.data))
 
 
 async def collect(

@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "secretbox": set(),  # secrets at rest
     "credentials": {"nodes"},  # where a credential a tool names comes from
     "client": set(),  # the terminal client speaks HTTP only
-    "demo": {"graph"},
+    "demo": {"graph", "client"},  # the demo's follower reads streams as the client does
     "processes": set(),  # --workers N: processes of one command
     "cli": {"api", "client", "demo", "graph", "runtime", "store", "processes", "secretbox"},
     **{name: set() for name in FOUNDATION},

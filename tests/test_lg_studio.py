@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from outlast.client.sse import Frames
 from outlast.store import Store
 from tests.harness import serve
 
@@ -24,19 +25,9 @@ async def _post(client: httpx.AsyncClient, path: str, body: Any) -> httpx.Respon
 
 
 def _sse(text: str) -> list[tuple[str, str | None, Any]]:
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        name, ident, data = None, None, None
-        for line in block.split("\n"):
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("id: "):
-                ident = line[4:]
-            elif line.startswith("data: "):
-                data = json.loads(line[6:])
-        if name:
-            events.append((name, ident, data))
-    return events
+    reader = Frames()
+    sent = [reader.feed(line) for line in [*text.splitlines(), ""]]
+    return [(f.event, f.id, json.loads(f.data)) for f in sent if f and f.data is not None]
 
 
 async def test_studio_call_sequence(store: Store) -> None:

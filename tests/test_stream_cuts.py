@@ -6,38 +6,30 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any
 
 import httpx
 
+from outlast.client.sse import Frame, Frames
 from outlast.store import Store
 from tests.harness import post_run, serve
 
 
-def _complete_events(buffer: bytes) -> tuple[list[dict[str, Any]], bytes]:
+def _complete_events(buffer: bytes) -> tuple[list[Frame], bytes]:
     """Split complete SSE events off the buffer; an event cut in half stays behind and is
     discarded with the connection, exactly as EventSource does."""
-    out: list[dict[str, Any]] = []
-    normalized = buffer.replace(b"\r\n", b"\n")
-    *blocks, rest = normalized.split(b"\n\n")
-    for block in blocks:
-        fields: dict[str, str] = {}
-        for line in block.decode().split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            key, _, value = line.partition(":")
-            fields[key] = value[1:] if value.startswith(" ") else value
-        if "data" in fields:
-            out.append(fields)
-    return out, rest
+    *blocks, rest = buffer.replace(b"\r\n", b"\n").split(b"\n\n")
+    reader = Frames()
+    lines = [line for block in blocks for line in [*block.decode().split("\n"), ""]]
+    sent = [reader.feed(line) for line in lines]
+    return [frame for frame in sent if frame and frame.data is not None], rest
 
 
 async def _follow_with_cuts(
     client: httpx.AsyncClient, run_id: str, rng: random.Random
-) -> tuple[list[dict[str, Any]], int, int]:
+) -> tuple[list[Frame], int, int]:
     """Follow the run to its end through cuts; returns what was received, the number of
     cuts, and how many of them fell inside an event (its first half thrown away)."""
-    received: list[dict[str, Any]] = []
+    received: list[Frame] = []
     last_id: str | None = None
     cuts = 0
     halves = 0
@@ -56,8 +48,8 @@ async def _follow_with_cuts(
                 events, buffer = _complete_events(buffer)
                 for event in events:
                     received.append(event)
-                    last_id = event["id"]
-                    if event["event"] in ("run.completed", "run.failed", "run.cancelled"):
+                    last_id = event.id
+                    if event.event in ("run.completed", "run.failed", "run.cancelled"):
                         finished = True
                 if finished or seen >= budget:
                     break  # leaving the block closes the TCP connection mid-stream
@@ -95,9 +87,11 @@ async def test_random_cuts_lose_and_repeat_nothing(store: Store) -> None:
                 total_cuts += cuts
                 total_halves += halves
                 stored = await store.read_events(run["id"], 0, 10_000)
-                assert [int(e["id"]) for e in received] == [e.seq for e in stored]
-                assert [e["event"] for e in received] == [e.type for e in stored]
-                assert [json.loads(e["data"])["data"] for e in received] == [e.data for e in stored]
+                assert [int(e.id or 0) for e in received] == [e.seq for e in stored]
+                assert [e.event for e in received] == [e.type for e in stored]
+                assert [json.loads(e.data or "")["data"] for e in received] == [
+                    e.data for e in stored
+                ]
         # The cuts were real faults, not only clean reconnects between events: some fell
         # inside an event, whose first half the client had to throw away and get again.
         assert total_halves > 0, total_cuts

@@ -9,15 +9,14 @@ three connections together saw each event exactly once.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from outlast.client.sse import parse
 from outlast.retry import Backoff, RetryPolicy
-from outlast.vocabulary import TERMINAL_EVENTS
 
 # A steady 0.3 s: the demo kills its server on purpose and shows the reconnection at once.
 RECONNECT = RetryPolicy(initial_interval=0.3, backoff_coefficient=1.0)
@@ -55,28 +54,20 @@ class Follower:
             response.raise_for_status()
             self.connections += 1  # counted once it is open: failed attempts are not
             number = self.connections
-            data = ""
-            async for line in response.aiter_lines():
-                if line.startswith("data:"):
-                    data += line[5:].strip()
-                elif line == "" and data:
-                    payload = json.loads(data)
-                    data = ""
-                    if "seq" not in payload:
-                        continue
-                    body = payload.get("data")
-                    body = body if isinstance(body, dict) else {}
-                    event = Received(int(payload["seq"]), str(payload["type"]), body, number)
-                    self.events.append(event)
-                    self.on_event(event)
-                    if event.type in TERMINAL_EVENTS:
-                        self.ended.set()
-                    async with self._arrived:
-                        self._arrived.notify_all()
-                    if event.type in TERMINAL_EVENTS:
-                        return
-                    if until is not None and until(event):
-                        return
+            async for sse in parse(response.aiter_lines()):
+                if sse.seq is None:
+                    continue  # an announcement outside the log (a snapshot)
+                event = Received(sse.seq, sse.type, sse.data, number)
+                self.events.append(event)
+                self.on_event(event)
+                if sse.terminal:
+                    self.ended.set()
+                async with self._arrived:
+                    self._arrived.notify_all()
+                if sse.terminal:
+                    return
+                if until is not None and until(event):
+                    return
 
     async def follow(self, retry: RetryPolicy = RECONNECT, give_up: float = 30.0) -> None:
         """Read to the end, reconnecting after every failure (a dead server included)."""
