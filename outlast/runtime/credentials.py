@@ -92,9 +92,8 @@ class RunCredentials:
     async def load(
         cls, store: Store, run: Run, box: SecretBox, chain: Sequence[CredentialProvider]
     ) -> RunCredentials:
-        # A first attempt (two events: created, started) has no waits yet: no query on
-        # the path every run takes.
-        return cls(box, chain, await store.list_waits(run.id) if run.last_seq > 2 else [])
+        # A first attempt has no waits yet: no query on the path every run takes.
+        return cls(box, chain, await store.list_waits(run.id) if run.has_history else [])
 
     def _open(self, wait: Wait, name: str) -> Any:
         try:

@@ -249,21 +249,19 @@ class Execution:
         self._graph = graph
         options = RunOptions.of(run)
         graph_input: Any = options.first_input(run.input)
-        if options.not_before is not None and run.last_seq <= 2:
+        if options.not_before is not None and not run.has_history:
             due = options.not_before - dt.datetime.now(dt.UTC)
             if due.total_seconds() > 0:
                 # `after_seconds`: a timer wait, so the run holds no worker meanwhile
                 spec = WaitSpec(interrupt_id=AFTER, kind=WaitKind.TIMER, wake_at=options.not_before)
                 return Parked([spec])
-        if run.last_seq > 2:
+        if run.has_history:
             closed = await self.policy.on_resume()
             if closed is not None:
                 state = await graph.aget_state(config)
                 return BudgetStop(closed, state.values)
-        # A first claim has exactly two events (created, started); more means an earlier
-        # attempt, a drain or a wait happened, and the thread holds this run's checkpoints.
         resumed = False
-        if run.last_seq > 2:
+        if run.has_history:
             state = await graph.aget_state(config)
             if state.metadata and state.metadata.get("run_id") == run.id:
                 resumed = True

@@ -275,7 +275,7 @@ class Worker:
         a later one by the event just before ``run.started`` (``run.queued``,
         ``run.released``, ``run.requeued``), unless retention pruned it."""
         queued_at = run.created_at
-        if run.last_seq > 2:
+        if run.has_history:
             try:
                 before = await self.store.read_events(run.id, run.last_seq - 2, 1)
             except Exception as exc:  # a metric never stops a run

@@ -82,6 +82,19 @@ class Run:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def has_history(self) -> bool:
+        """Whether the run was claimed before, drained or parked on a wait: a first claim
+        writes exactly two events (``run.created`` at acceptance, ``run.started`` at the
+        claim), so a longer log means an earlier attempt happened, and the run's thread
+        holds its checkpoints (and maybe its waits). The log's length is kept through
+        retention (``last_seq``), so this holds for a pruned log too."""
+        return self.last_seq > FIRST_CLAIM_EVENTS
+
+
+# run.created and run.started: the log of a run claimed for the first time
+FIRST_CLAIM_EVENTS = 2
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

@@ -290,6 +290,9 @@ async def test_release_requeues_without_counting_the_attempt(store: Store, notes
     assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
     (again,) = await store.claim("w2", 30, 1)
     assert again.attempts == 1
+    # a first claim writes exactly created and started; the run released and claimed again
+    # has history (what the execution resumes from, Run.has_history)
+    assert run.last_seq == 2 and not run.has_history and again.has_history
 
 
 async def test_release_of_a_cancelling_run_cancels_it(store: Store, notes: Notes) -> None:
