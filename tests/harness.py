@@ -6,14 +6,21 @@ Which module holds what:
 - ``tests/harness.py`` (this one): the test databases (a Postgres store on the session's
   database, an SQLite store in a folder), waiting on a condition (``eventually``, the one polling
   loop of the suite), the API in the test's own event loop under uvicorn on a real socket
-  (stream tests must cut real TCP connections), SSE read with the client's parser, the HTTP
-  helpers every API test uses (post a run, wait for its status, answer a wait).
+  (stream tests must cut real TCP connections), SSE read with the client's parser, the
+  HTTP helpers every API test uses (post a run, wait for its status, answer a wait), the
+  API keys of two principals and the problem+json check, and ``/metrics`` scraped.
 - ``tests/procs.py``: real ``outlast`` processes (workers and servers) killed with real
   signals, and reading a run's log back from the store after them.
-- ``tests/util.py``: a ``NewRun`` built by hand, for tests that drive the store directly.
-- ``tests/lg_util.py``: the LangGraph face's SDK client following a slow run.
+- ``tests/util.py``: a ``NewRun`` (and its LangGraph run) built by hand, for tests that
+  drive the store directly.
+- ``tests/lg_util.py``: the LangGraph face's SDK client following a slow run, and waiting
+  for a run's status through it.
 - ``tests/browser.py``: headless Chromium pages and the TCP proxy that cuts connections.
-- ``tests/graphs.py``, ``tests/lg_graphs.py``: the graphs the tests run.
+- ``tests/receiver.py``: a real HTTP receiver of webhooks.
+- ``tests/store_contract/support.py``: what the store contract's modules share.
+- ``tests/graphs.py``, ``tests/lg_graphs.py``, ``tests/compensation_graphs.py``,
+  ``tests/credential_graphs.py``: the graphs the tests run.
+- ``tests/schemathesis_hooks.py``: the OpenAPI fuzzing's hooks (``tests/test_openapi.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import httpx
 import psycopg
 import pytest
 import uvicorn
+from prometheus_client.parser import text_string_to_metric_families
 
 from outlast.api.app import create_app
 from outlast.client.sse import frames
@@ -366,3 +374,45 @@ async def open_sqlite(folder: Path) -> SqliteStore:
     await store.open()
     await store.migrate()
     return store
+
+
+# -- principals and problems (the API with keys) ---------------------------------------------
+
+ALICE = "alice-key-0123456789"
+BOB = "bob-key-9876543210xx"
+KEYS = f"alice:{ALICE},bob:{BOB}"  # api_keys: two principals
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def is_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The body of a problem+json answer with ``status``."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    return body
+
+
+# -- metrics ------------------------------------------------------------------------------
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+async def scrape(client: httpx.AsyncClient) -> Samples:
+    """``GET /metrics``, each sample by name and labels."""
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    out: Samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """The sum over the series of ``name`` whose labels include ``labels``."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)

@@ -6,6 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.harness import eventually
+
 
 @dataclass
 class Follower:
@@ -38,3 +40,12 @@ def follow_slow(client: Any, thread: str, steps: int, delay: float) -> Follower:
 
     follower.task = asyncio.create_task(follow())
     return follower
+
+
+async def until_status(client: Any, thread: str, run_id: str, status: str) -> None:
+    """Until the SDK says the run has ``status`` (``eventually``)."""
+
+    async def probe() -> bool:
+        return bool((await client.runs.get(thread, run_id))["status"] == status)
+
+    await eventually(probe, what=f"run {run_id} {status}")

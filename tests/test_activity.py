@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-
-import httpx
 
 from outlast.store import Store
 from outlast.vocabulary import EventType, RunStatus
@@ -14,10 +11,6 @@ from tests.harness import collect, make_settings, post_run, serve, until_snapsho
 
 # The supervisor is off here: these tests watch the lease itself expire.
 FAST = {"activity_lease_ttl": 0.8, "activity_flush_interval": 0.1, "supervisor": False}
-
-
-async def _until(client: httpx.AsyncClient, run_id: str, check: Any) -> dict[str, Any]:
-    return await until_snapshot(client, run_id, check)
 
 
 async def test_activity_is_renewed_by_progress_then_goes_silent_then_stalled(
@@ -32,7 +25,7 @@ async def test_activity_is_renewed_by_progress_then_goes_silent_then_stalled(
             graph="busy",
             config={"configurable": {"beats": 12, "beat_every": 0.05, "gate": str(gate)}},
         )
-        live = await _until(
+        live = await until_snapshot(
             srv.client, run["id"], lambda s: (s.get("activity") or {}).get("renewals", 0) >= 3
         )
         activity = live["activity"]
@@ -48,8 +41,10 @@ async def test_activity_is_renewed_by_progress_then_goes_silent_then_stalled(
             "health",
         }
         # no more signals: the lease runs out, and expiry stops nothing by itself
-        silent = await _until(srv.client, run["id"], lambda s: s["activity"]["health"] == "silent")
-        stalled = await _until(
+        silent = await until_snapshot(
+            srv.client, run["id"], lambda s: s["activity"]["health"] == "silent"
+        )
+        stalled = await until_snapshot(
             srv.client, run["id"], lambda s: s["activity"]["health"] == "stalled"
         )
         assert stalled["status"] == "running"

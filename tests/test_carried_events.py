@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -51,10 +51,6 @@ async def _checkpoint(store: PostgresStore, lease: Lease, sink: EventSink, threa
     await saver.aput(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    await eventually(condition, every=0.01)
-
-
 async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore) -> None:
     async with _sink(pg, 30.0) as (sink, lease, thread):
         sink.put(EventDraft("node.updated", {"node": "a"}))
@@ -75,14 +71,14 @@ async def test_a_step_event_rides_in_the_next_checkpoint_write(pg: PostgresStore
 async def test_live_events_are_not_held_for_a_checkpoint(pg: PostgresStore) -> None:
     async with _sink(pg, 30.0) as (sink, lease, _):
         sink.put(EventDraft("custom", {"n": 1}))  # what a client watches live
-        await _until(lambda: sink.writes == 1)
+        await eventually(lambda: sink.writes == 1, every=0.01)
         assert (await _types(pg, lease.run_id))[-1] == (3, "custom")
 
 
 async def test_without_a_checkpoint_the_sink_writes_after_the_window(pg: PostgresStore) -> None:
     async with _sink(pg, 0.05) as (sink, lease, _):
         sink.put(EventDraft("node.updated", {"node": "a"}))
-        await _until(lambda: sink.writes == 1)
+        await eventually(lambda: sink.writes == 1, every=0.01)
         assert sink.carried == 0
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
 
@@ -131,7 +127,7 @@ async def test_a_live_event_ends_the_wait_for_a_checkpoint(pg: PostgresStore) ->
         sink.step_over()
         await asyncio.sleep(0.1)
         sink.put(EventDraft("custom", {"n": 1}))  # the next step's, watched live
-        await _until(lambda: sink.writes == 1)
+        await eventually(lambda: sink.writes == 1, every=0.01)
         assert (await _types(pg, lease.run_id))[-2:] == [(3, "node.updated"), (4, "custom")]
 
 
@@ -142,7 +138,7 @@ async def test_without_a_due_hold_a_finished_step_keeps_the_plain_window(
     async with _sink(pg, 0.05) as (sink, lease, _):
         sink.put(EventDraft("node.updated", {"node": "a"}))
         sink.step_over()
-        await _until(lambda: sink.writes == 1)
+        await eventually(lambda: sink.writes == 1, every=0.01)
         assert (await _types(pg, lease.run_id))[-1] == (3, "node.updated")
 
 

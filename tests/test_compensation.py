@@ -17,11 +17,12 @@ from tests.harness import (
     collect,
     make_settings,
     post_run,
+    scrape,
     serve,
+    total,
     wait_result,
     wait_status,
 )
-from tests.test_metrics import scrape, total
 
 NAME = "outlast_compensations_total"
 

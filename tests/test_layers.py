@@ -73,3 +73,24 @@ def test_imports_go_only_the_way_the_layers_allow() -> None:
         for target in _imports(path) - {part} - FOUNDATION - ALLOWED[part]:
             wrong.append(f"{path.relative_to(PACKAGE.parent)} imports outlast.{target}")
     assert not wrong, "\n".join(wrong)
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_test_modules_import_helpers_never_each_other() -> None:
+    """Shared helpers live in the modules ``tests/harness.py`` lists, never in a test
+    module another imports (running one would collect the other's tests too)."""
+    wrong = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_"):
+                    wrong.append(f"{path.relative_to(TESTS.parent)} imports {name}")
+    assert not wrong, "\n".join(wrong)

@@ -24,7 +24,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 from outlast.store import Store
 from tests.browser import CutProxy
 from tests.harness import eventually, make_settings, serve, wait_result
-from tests.lg_util import follow_slow
+from tests.lg_util import follow_slow, until_status
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 SYSTEM_CHAT = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lg_chat"))
@@ -234,7 +234,7 @@ async def test_multitask_strategies(store: Store) -> None:
         client = get_client(url=srv.url)
         thread = (await client.threads.create())["thread_id"]
         first = await client.runs.create(thread, "lg_slow", input={}, config=slow)
-        await _until(client, thread, first["run_id"], "running")
+        await until_status(client, thread, first["run_id"], "running")
         with pytest.raises(ConflictError, match="already running"):
             await client.runs.create(thread, "lg_slow", input={}, multitask_strategy="reject")
         queued = await client.runs.create(thread, "lg_slow", input={}, config=slow)
@@ -246,19 +246,12 @@ async def test_multitask_strategies(store: Store) -> None:
         assert (await client.runs.get(thread, first["run_id"]))["status"] == "interrupted"
         assert (await client.runs.get(thread, queued["run_id"]))["status"] == "interrupted"
         rolling = await client.runs.create(thread, "lg_slow", input={}, config=slow)
-        await _until(client, thread, rolling["run_id"], "running")
+        await until_status(client, thread, rolling["run_id"], "running")
         last = await client.runs.create(thread, "lg_slow", input={}, multitask_strategy="rollback")
         await client.runs.join(thread, last["run_id"])
         with pytest.raises(NotFoundError):
             await client.runs.get(thread, rolling["run_id"])
         assert (await client.runs.get(thread, last["run_id"]))["status"] == "success"
-
-
-async def _until(client: Any, thread: str, run_id: str, status: str) -> None:
-    async def probe() -> bool:
-        return bool((await client.runs.get(thread, run_id))["status"] == status)
-
-    await eventually(probe, what=f"run {run_id} {status}")
 
 
 async def _values(client: Any, thread: str) -> Any:
@@ -272,7 +265,7 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
         run = await client.runs.create(
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
-        await _until(client, thread, run["run_id"], "running")
+        await until_status(client, thread, run["run_id"], "running")
 
         async def a_step_done() -> bool:  # mid-run: a step done, 99 to go
             return bool((await _values(client, thread)).get("done"))
@@ -289,7 +282,7 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
         second = await client.runs.create(
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
         )
-        await _until(client, thread, second["run_id"], "running")
+        await until_status(client, thread, second["run_id"], "running")
 
         async def moved_on() -> bool:
             return bool(await _values(client, thread) != kept)

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from outlast import logs, tracing
 from outlast.cli import build_parser
@@ -28,13 +27,16 @@ from outlast.store import Store
 from tests.harness import (
     SUPERVISOR_FAST,
     NotYet,
+    Samples,
     answer,
     collect,
     eventually,
     make_settings,
     post_run,
+    scrape,
     serve,
     sse_events,
+    total,
     wait_result,
     wait_status,
 )
@@ -57,25 +59,6 @@ NAMES = [
     "outlast_worker_runs_in_flight",
     "outlast_worker_runs_finished_total",
 ]
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-async def scrape(client: httpx.AsyncClient) -> Samples:
-    response = await client.get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain")
-    out: Samples = {}
-    for family in text_string_to_metric_families(response.text):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def total(samples: Samples, name: str, **labels: str) -> float:
-    """The sum over the series of ``name`` whose labels include ``labels``."""
-    want = set(labels.items())
-    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
 
 
 async def scrape_until(client: httpx.AsyncClient, check: Any) -> Samples:

@@ -11,23 +11,20 @@ import httpx
 import pytest
 
 from outlast.store import Store
-from tests.harness import NotYet, eventually, make_settings, serve, wait_status
+from tests.harness import (
+    ALICE,
+    BOB,
+    KEYS,
+    NotYet,
+    auth,
+    eventually,
+    is_problem,
+    make_settings,
+    serve,
+    wait_status,
+)
 
-ALICE = "alice-key-0123456789"
-BOB = "bob-key-9876543210xx"
-KEYS = f"alice:{ALICE},bob:{BOB}"
 OUTLAST = (sys.executable, "-m", "outlast.cli")
-
-
-def auth(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def is_problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, (response.status_code, response.text)
-    assert response.headers["content-type"] == "application/problem+json"
-    body: dict[str, Any] = response.json()
-    return body
 
 
 async def test_keys_are_required_except_for_health_and_the_page(store: Store) -> None:

@@ -19,9 +19,18 @@ from langgraph_sdk.errors import UnprocessableEntityError
 from outlast.store import Store
 from outlast.store.postgres import PostgresStore
 from outlast.store.sqlite import SqliteStore
-from tests.harness import eventually, make_settings, serve, wait_result
+from tests.harness import (
+    ALICE,
+    BOB,
+    KEYS,
+    auth,
+    eventually,
+    is_problem,
+    make_settings,
+    serve,
+    wait_result,
+)
 from tests.receiver import Answer, Receiver, receiver
-from tests.test_principals import ALICE, BOB, KEYS, auth, is_problem
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 24).decode()
 

@@ -1,13 +1,16 @@
-"""Helpers shared by tests."""
+"""Runs built by hand, for tests that drive the store (or a worker) directly."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import uuid
 from typing import Any
 
 from outlast.runtime.accept import RunRequest, fingerprint
 from outlast.runtime.accept import new_run as accepted_run
-from outlast.store import NewRun, Run, Store
+from outlast.store import LgRun, NewRun, Run, Store
+from outlast.store.base import system_assistant_id
 
 
 def new_run(
@@ -48,3 +51,21 @@ async def accept(
         request, graphs=graphs, max_attempts=max_attempts, idempotency_key=idempotency_key
     )
     return await store.create_run(new)
+
+
+def lg_run_of(new: NewRun, **changes: object) -> LgRun:
+    """The LangGraph run record of ``new`` (on the system assistant of its graph)."""
+    lg = LgRun(
+        id=new.id,
+        run_id=new.id,
+        thread_id=new.thread_id,
+        principal=new.principal,
+        assistant_id=system_assistant_id(new.graph),
+        from_seq=0,
+        kwargs={"input": new.input},
+        metadata={"m": 1},
+        multitask_strategy="reject",
+        created_at=dt.datetime.now(dt.UTC),
+        idempotency_key=new.idempotency_key,
+    )
+    return dataclasses.replace(lg, **changes)  # type: ignore[arg-type]

@@ -11,8 +11,7 @@ from outlast.store import Claimant, EventDraft, Lease, NewRun, Run, Store
 from outlast.store.hub import QUEUE
 from outlast.vocabulary import EventType, RunStatus
 from tests.store_contract.support import Notes, claimed, notes_of, shape
-from tests.store_contract.test_langgraph_face import _draft
-from tests.util import new_run
+from tests.util import lg_run_of, new_run
 
 CREATED = (EventType.RUN_CREATED, {"status", "graph", "thread_id"})
 STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id"})
@@ -76,7 +75,7 @@ async def test_thread_runs_and_langgraph_runs_start_eagerly_too(store: Store) ->
     await assert_started_eagerly(store, thread_run)
     new = eager(new_run(thread_id="B"))
     _, lg_run, created = await store.lg_create_run(
-        new, _draft(new), strategy="reject", supersede_reason="new input"
+        new, lg_run_of(new), strategy="reject", supersede_reason="new input"
     )
     assert created
     await assert_started_eagerly(store, lg_run)
@@ -86,7 +85,7 @@ async def test_thread_runs_and_langgraph_runs_start_eagerly_too(store: Store) ->
     assert enqueued.status == RunStatus.QUEUED
     new = eager(new_run(thread_id="B"))
     _, lg_queued, _ = await store.lg_create_run(
-        new, _draft(new), strategy="enqueue", supersede_reason="new input"
+        new, lg_run_of(new), strategy="enqueue", supersede_reason="new input"
     )
     assert lg_queued.status == RunStatus.QUEUED
 

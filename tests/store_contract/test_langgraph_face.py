@@ -5,8 +5,6 @@ a new LangGraph run over the same outlast run."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import datetime as dt
 import uuid
 
 import pytest
@@ -24,26 +22,9 @@ from tests.store_contract.support import (
     shape,
     status_of,
 )
-from tests.util import new_run
+from tests.util import lg_run_of, new_run
 
 ASSISTANT = system_assistant_id("steps")
-
-
-def _draft(new: NewRun, **changes: object) -> LgRun:
-    lg = LgRun(
-        id=new.id,
-        run_id=new.id,
-        thread_id=new.thread_id,
-        principal=new.principal,
-        assistant_id=ASSISTANT,
-        from_seq=0,
-        kwargs={"input": new.input},
-        metadata={"m": 1},
-        multitask_strategy="reject",
-        created_at=dt.datetime.now(dt.UTC),
-        idempotency_key=new.idempotency_key,
-    )
-    return dataclasses.replace(lg, **changes)  # type: ignore[arg-type]
 
 
 async def _lg_run(
@@ -51,7 +32,7 @@ async def _lg_run(
 ) -> tuple[LgRun, NewRun]:
     new = new_run(thread_id=thread, key=key)
     lg, run, created = await store.lg_create_run(
-        new, _draft(new), strategy=strategy, supersede_reason="new input"
+        new, lg_run_of(new), strategy=strategy, supersede_reason="new input"
     )
     assert created == (run.id == new.id)
     return lg, new
@@ -139,7 +120,7 @@ async def test_create_run_replays_its_key_touching_nothing(store: Store, notes: 
     await notes.take()
     again = new_run(thread_id="T", key="k")
     lg, run, created = await store.lg_create_run(
-        again, _draft(again), strategy="interrupt", supersede_reason="x"
+        again, lg_run_of(again), strategy="interrupt", supersede_reason="x"
     )
     assert not created and lg.id == first.id and run.id == new.id
     assert await status_of(store, new.id) == RunStatus.QUEUED  # not interrupted by itself
@@ -155,7 +136,7 @@ async def test_resume_opens_the_next_stretch(store: Store, notes: Notes) -> None
     parked = await store.get_run(new.id)
     assert parked is not None
     await notes.take()
-    draft = _draft(new, id=str(uuid.uuid4()), idempotency_key="r1")
+    draft = lg_run_of(new, id=str(uuid.uuid4()), idempotency_key="r1")
     lg, fresh = await store.lg_resume(new.id, {w.id: i for i, w in enumerate(waits)}, draft)
     assert fresh and lg.run_id == new.id and lg.from_seq == parked.last_seq
     events = await events_after(store, new.id, parked.last_seq)
@@ -182,7 +163,7 @@ async def test_two_resumes_of_one_interrupt_one_lands(store: Store) -> None:
     (wait,) = await store.list_waits(new.id)
     results = await asyncio.gather(
         *(
-            store.lg_resume(new.id, {wait.id: i}, _draft(new, id=str(uuid.uuid4())))
+            store.lg_resume(new.id, {wait.id: i}, lg_run_of(new, id=str(uuid.uuid4())))
             for i in range(2)
         ),
         return_exceptions=True,
@@ -219,7 +200,7 @@ async def test_delete_thread_stops_its_runs_and_forgets_them(store: Store, notes
 async def test_temporary_threads_expire_after_their_runs_end(store: Store) -> None:
     new = new_run(thread_id="tmp")
     await store.lg_create_run(
-        new, _draft(new), strategy="reject", supersede_reason="x", temporary=True
+        new, lg_run_of(new), strategy="reject", supersede_reason="x", temporary=True
     )
     await _lg_run(store, "kept")
     assert await store.lg_expire_temporary(-1) == []  # its run is still active
