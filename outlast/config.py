@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -297,3 +299,21 @@ def fault_spec() -> str:
 def _fault_settings(raw: str | None) -> FaultSettings:
     del raw  # the cache key: FaultSettings reads the variable itself
     return FaultSettings()
+
+
+# Credentials named by tools (``outlast.nodes.credential("github.app")``): the ``env``
+# provider, and ``credential`` outside outlast, read ``OUTLAST_CREDENTIAL_<NAME>``. Not a
+# setting: the names are the tools' own, known only when a tool asks, so the variable is
+# read here by name, at that moment (a notebook may set it between two calls).
+CREDENTIAL_PREFIX = "OUTLAST_CREDENTIAL_"
+
+
+def credential_variable(name: str) -> str:
+    """``github.app`` → ``OUTLAST_CREDENTIAL_GITHUB_APP``."""
+    return CREDENTIAL_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def credential_from_env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The credential's value from the process environment (or ``environ``, given one
+    that is not empty); None when its variable is unset or empty."""
+    return (environ or os.environ).get(credential_variable(name)) or None

@@ -25,19 +25,13 @@ import functools
 import inspect
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from outlast.config import credential_from_env
 from outlast.importing import resolve
-from outlast.nodes.credentials import (
-    ENV_PREFIX,
-    Credential,
-    CredentialMissing,
-    CredentialNeeded,
-    env_suffix,
-)
+from outlast.nodes.credentials import Credential, CredentialMissing, CredentialNeeded
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +46,7 @@ class EnvProvider:
         self._environ = environ
 
     async def get(self, name: str) -> Credential | None:
-        value = (self._environ or os.environ).get(ENV_PREFIX + env_suffix(name))
+        value = credential_from_env(name, self._environ)
         return Credential(name, value, source="env") if value else None
 
 

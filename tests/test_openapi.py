@@ -105,54 +105,106 @@ def test_schemathesis_with_all_checks_finds_nothing(db_url: str, tmp_path: Path)
 # -- every OUTLAST_* variable through outlast.config --------------------------------------
 
 
-def _env_reads(tree: ast.Module) -> list[tuple[int, str]]:
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level string constants (``ENV = "OUTLAST_X"``)."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            found |= {t.id: value.value for t in targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _known(tree: ast.Module, package: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The string constants a module can name: its own and those it imports from the
+    package (``from outlast.nodes.credentials import ENV_PREFIX``)."""
+    known = _constants(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in package:
+            for alias in node.names:
+                if alias.name in package[node.module]:
+                    known[alias.asname or alias.name] = package[node.module][alias.name]
+    return known
+
+
+def _key(arg: ast.expr, known: dict[str, str]) -> str | None:
+    """The ``OUTLAST_`` variable an expression names, when it is one or starts with one:
+    a literal, a constant, ``PREFIX + x``, ``"OUTLAST_%s" % x``, ``f"OUTLAST_{x}"``,
+    ``"OUTLAST_{}".format(x)``. A built name reads as its prefix and ``…``."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        value: str | None = arg.value
+    elif isinstance(arg, ast.Name):
+        value = known.get(arg.id)
+    elif isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add | ast.Mod):
+        value = _key(arg.left, known)
+        value = value and value + "…"
+    elif isinstance(arg, ast.JoinedStr) and arg.values:
+        first = arg.values[0]
+        head = first.value if isinstance(first, ast.FormattedValue) else first
+        value = _key(head, known)
+        value = value and value + "…"
+    elif isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+        value = _key(arg.func.value, known) if arg.func.attr == "format" else None
+        value = value and value + "…"
+    else:
+        value = None
+    return value if value and value.startswith("OUTLAST_") else None
+
+
+def _environ(node: ast.expr) -> bool:
+    """``os.environ``, ``environ`` (``from os import environ``), or ``mine or os.environ``."""
+    if isinstance(node, ast.BoolOp):
+        return any(_environ(value) for value in node.values)
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
+
+
+def _env_reads(
+    tree: ast.Module, package: dict[str, dict[str, str]] | None = None
+) -> list[tuple[int, str]]:
     """``os.environ.get(X)``, ``os.environ[X]``, ``os.getenv(X)``, ``X in os.environ``
-    where X is an ``OUTLAST_`` literal or a module constant bound to one."""
-    names = {
-        target.id: node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-    def outlast(arg: ast.expr) -> str | None:
-        value = arg.value if isinstance(arg, ast.Constant) else None
-        if isinstance(arg, ast.Name):
-            value = names.get(arg.id)
-        return value if isinstance(value, str) and value.startswith("OUTLAST_") else None
-
-    def environ(node: ast.expr) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "environ"
-
+    where X is an ``OUTLAST_`` name or built from one (``_key``)."""
+    known = _known(tree, package or {})
     found = []
     for node in ast.walk(tree):
         arg: ast.expr | None = None
         if isinstance(node, ast.Call) and node.args:
             func = node.func
-            if isinstance(func, ast.Attribute) and (
-                (func.attr in ("get", "pop", "setdefault") and environ(func.value))
-                or func.attr == "getenv"
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("get", "pop", "setdefault")
+                and _environ(func.value)
+            ) or (
+                (isinstance(func, ast.Attribute) and func.attr == "getenv")
+                or (isinstance(func, ast.Name) and func.id == "getenv")
             ):
                 arg = node.args[0]
-        elif isinstance(node, ast.Subscript) and environ(node.value):
+        elif isinstance(node, ast.Subscript) and _environ(node.value):
             arg = node.slice
-        elif isinstance(node, ast.Compare) and any(environ(c) for c in node.comparators):
+        elif isinstance(node, ast.Compare) and any(_environ(c) for c in node.comparators):
             arg = node.left
-        name = outlast(arg) if arg is not None else None
+        name = _key(arg, known) if arg is not None else None
         if name:
             found.append((node.lineno, name))
     return found
 
 
 def test_no_module_reads_an_outlast_variable_but_config() -> None:
+    paths = sorted((ROOT / "outlast").rglob("*.py"))
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in paths}
+    package = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts): _constants(tree)
+        for path, tree in trees.items()
+    }
     offenders = []
-    for path in sorted((ROOT / "outlast").rglob("*.py")):
+    for path, tree in trees.items():
         if path == ROOT / "outlast" / "config.py":
             continue
-        for line, name in _env_reads(ast.parse(path.read_text(encoding="utf-8"))):
+        for line, name in _env_reads(tree, package):
             offenders.append(f"{path.relative_to(ROOT)}:{line} reads {name}")
     assert not offenders, "\n".join(offenders)
 
@@ -160,6 +212,32 @@ def test_no_module_reads_an_outlast_variable_but_config() -> None:
 def test_the_check_finds_a_direct_read() -> None:
     source = 'import os\nENV = "OUTLAST_X"\na = os.environ.get(ENV)\nb = os.getenv("OUTLAST_Y")\n'
     assert [name for _, name in _env_reads(ast.parse(source))] == ["OUTLAST_X", "OUTLAST_Y"]
+
+
+def test_the_check_finds_a_name_built_from_a_prefix() -> None:
+    source = """
+import os
+from os import environ, getenv
+from outlast.somewhere import PREFIX as P
+LOCAL = "OUTLAST_L_"
+a = os.environ.get(P + name.upper())
+b = os.environ[f"OUTLAST_CREDENTIAL_{name}"]
+c = getenv("OUTLAST_{}".format(name))
+d = (mine or os.environ).get(LOCAL + name)
+e = f"{P}{name}" in environ
+f = os.environ.get("OUTLAST_%s" % name)
+g = os.environ.get(f"HOME_{name}")  # not ours
+h = os.environ.get(name + "OUTLAST_")  # does not start with it
+"""
+    package = {"outlast.somewhere": {"PREFIX": "OUTLAST_CREDENTIAL_"}}
+    assert [name for _, name in _env_reads(ast.parse(source), package)] == [
+        "OUTLAST_CREDENTIAL_…",
+        "OUTLAST_CREDENTIAL_…",
+        "OUTLAST_{}…",
+        "OUTLAST_L_…",
+        "OUTLAST_CREDENTIAL_…",
+        "OUTLAST_%s…",
+    ]
 
 
 def test_the_model_api_key_is_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:

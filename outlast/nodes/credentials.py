@@ -23,15 +23,15 @@ exceptions simply propagate.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langgraph.config import get_config
 
+from outlast.config import credential_from_env, credential_variable
+
 CREDENTIALS_KEY = "__outlast_credentials"
-ENV_PREFIX = "OUTLAST_CREDENTIAL_"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$")
 
 
@@ -120,15 +120,10 @@ def credential_sync(name: str) -> Credential:
 
 
 def _from_env(name: str) -> Credential:
-    value = os.environ.get(ENV_PREFIX + env_suffix(name))
+    value = credential_from_env(name)
     if not value:
-        raise CredentialMissing(name, f"not set ({ENV_PREFIX}{env_suffix(name)})")
+        raise CredentialMissing(name, f"not set ({credential_variable(name)})")
     return Credential(name, value, source="env")
-
-
-def env_suffix(name: str) -> str:
-    """``github.app`` → ``GITHUB_APP``: the environment variable's tail for a name."""
-    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
 def answered(value: Any) -> Any:
