@@ -42,23 +42,25 @@ def _spawn(
     full_env = {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
     if sock is not None:
         full_env = processes.handed_over(sock, full_env)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "outlast.cli",
-            *command,
-            "--config",
-            str(GRAPHS),
-            "--log-level",
-            "info",
-        ],
-        env=full_env,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        cwd=Path(__file__).parent.parent,
-        pass_fds=() if sock is None else (sock.fileno(),),
-    )
+    # the child writes to its own copy of the log's descriptor; this one closes here
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "outlast.cli",
+                *command,
+                "--config",
+                str(GRAPHS),
+                "--log-level",
+                "info",
+            ],
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).parent.parent,
+            pass_fds=() if sock is None else (sock.fileno(),),
+        )
     proc.log_path = log  # read back when the process misbehaves
     return proc
 

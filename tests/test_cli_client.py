@@ -22,11 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-from outlast import processes
 from outlast.store import Store
 from outlast.vocabulary import TERMINAL
-from tests.harness import GRAPHS, PATIENCE, NotYet, eventually_blocking
-from tests.procs import FAST_LEASES, kill, start_server, wait_ready
+from tests.harness import PATIENCE, NotYet, eventually_blocking
+from tests.procs import kill, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -161,22 +160,7 @@ def server(db_url: str, tmp_path: Path) -> Iterator[str]:
 
 def serve_on(db_url: str, port: int, log: Path, **env: str) -> subprocess.Popen[bytes]:
     """`outlast serve` on a port the test chose, so a restarted server is found again."""
-    with processes.listen("127.0.0.1", port) as sock:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "outlast.cli", "serve", "--config", str(GRAPHS)),
-                *("--port", str(port), "--log-level", "info"),
-            ],
-            env=processes.handed_over(
-                sock, {**os.environ, **FAST_LEASES, **env, "OUTLAST_DATABASE_URL": db_url}
-            ),
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            pass_fds=(sock.fileno(),),
-        )
-    wait_ready(proc, f"http://127.0.0.1:{port}", log)
-    return proc
+    return start_server(db_url, log, port=port, **env)[0]
 
 
 def snapshot(url: str, run_id: str) -> dict[str, Any]:

@@ -71,27 +71,29 @@ class ServerProcess:
             self.proc = self._start(folder, processes.handed_over(sock, env), sock.fileno())
 
     def _start(self, folder: Path, env: dict[str, str], fd: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "outlast.cli",
-                "serve",
-                "--port",
-                str(self.port),
-                "--data-dir",
-                str(folder),
-                "--config",
-                str(write_graphs(folder)),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-            stdout=self.log.open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=(fd,),
-        )
+        # the child writes to its own copy of the log's descriptor; this one closes here
+        with self.log.open("ab") as out:
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "outlast.cli",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(folder),
+                    "--config",
+                    str(write_graphs(folder)),
+                    "--log-level",
+                    "warning",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(fd,),
+            )
 
     def ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
