@@ -27,10 +27,9 @@ from fastapi import Depends, Header, Query
 from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
-from outlast.api.edge import LimitReached
 from outlast.api.schemas import RunSnapshot
 from outlast.api.tail import following, frame_of
-from outlast.errors import InvalidCursor
+from outlast.errors import InvalidCursor, LimitReached
 from outlast.runtime import metrics
 from outlast.store import Event, Run, Store
 from outlast.store.hub import EVENTS, wait_for

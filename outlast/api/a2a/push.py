@@ -21,10 +21,11 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from outlast.api.a2a.tasks import open_waits, task_of
+from outlast.api.a2a.tasks import task_of
 from outlast.api.context import AppContext
 from outlast.config import Settings
 from outlast.secretbox import SecretBox
+from outlast.service.standing import open_waits
 from outlast.store import Run, Store
 from outlast.store.outbox import Claimed, NewWebhook, Webhook
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
