@@ -18,7 +18,7 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from outlast.jsonable import to_jsonable
-from outlast.store import Run, Store, Wait
+from outlast.store import Run, Wait, WaitStore
 from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitKind, WaitStatus
 
 _ENDS = {
@@ -30,7 +30,7 @@ INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STA
 FINAL = frozenset(_ENDS.values())
 
 
-async def open_waits(store: Store, run: Run) -> list[Wait]:
+async def open_waits(store: WaitStore, run: Run) -> list[Wait]:
     """What a waiting run waits for (nothing for a run in any other status)."""
     if run.status != RunStatus.WAITING:
         return []
