@@ -28,7 +28,7 @@ from typing import Literal
 
 from outlast.runtime.options import AFTER
 from outlast.runtime.policy import asks_for_the_runtime
-from outlast.store import Run, Store, Thread, Wait
+from outlast.store import Run, Thread, Wait, WaitStore
 from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitStatus
 
 _BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
@@ -48,7 +48,7 @@ class Standing:
     asked: tuple[Wait, ...] = ()  # the runtime's own open waits (in no checkpoint)
 
 
-async def open_waits(store: Store, run: Run) -> list[Wait]:
+async def open_waits(store: WaitStore, run: Run) -> list[Wait]:
     """What a waiting run waits for (nothing for a run in any other status)."""
     if run.status != RunStatus.WAITING:
         return []
