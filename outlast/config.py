@@ -23,7 +23,8 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(
         default=None,
-        description="postgresql://… for Postgres; unset keeps everything in SQLite under data_dir",
+        description="postgresql://… for Postgres, sqlite:///path/file.db for an SQLite file; "
+        "unset keeps everything in SQLite under data_dir",
     )
     data_dir: Path = Field(
         default=Path(".outlast"),

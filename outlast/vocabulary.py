@@ -120,7 +120,7 @@ class EventType(StrEnum):
 # reference is generated from this (docs/hooks/reference.py), and tests/test_docs.py fails
 # when a type has no meaning here.
 EVENT_MEANINGS: dict[EventType, str] = {
-    EventType.RUN_CREATED: "the run was accepted (always seq 1): graph, thread, input",
+    EventType.RUN_CREATED: "the run was accepted (always seq 1): `graph`, `thread_id`",
     EventType.RUN_QUEUED: "the run is queued again without having been lost: a wait was "
     "answered, a timer came due, a signal or a probe ended its wait",
     EventType.RUN_STARTED: "a worker claimed the run and starts an attempt (`attempt`)",
@@ -151,10 +151,11 @@ EVENT_MEANINGS: dict[EventType, str] = {
     "deadline)",
     EventType.WAIT_RENEWED: "the probe of an external wait answered that the job is alive: "
     "the wait's lease is renewed (`renewals`, `detail`)",
-    EventType.WAIT_ENDED: "a wait ended (`how`: input, signal, timer, deadline, probe), with "
-    "the answer (`(redacted)` for an auth wait)",
+    EventType.WAIT_ENDED: "a wait ended (`how`: input, signal, timer, deadline, probe, "
+    "probe_failed), with the answer (`(redacted)` for an auth wait)",
     EventType.WAIT_PROBE_FAILED: "the probe of an external wait raised or timed out; it is "
-    "tried again at its next interval (`failures`, `error`)",
+    "tried again at its next interval, and its last allowed failure ends the wait "
+    "(`failures`, `error`)",
     EventType.ACTIVITY: "what the run does now: the node or call in flight, its activity "
     "lease, renewals and health (live, silent, stalled); written at most once per "
     "`OUTLAST_ACTIVITY_FLUSH_INTERVAL`",
