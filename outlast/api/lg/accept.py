@@ -35,7 +35,7 @@ from outlast.runtime.accept import RunRequest
 from outlast.runtime.options import KEPT_MODES
 from outlast.service.admission import check_size
 from outlast.service.placement import LangGraphRun
-from outlast.store import LgRun, RunStatus, Wait
+from outlast.store import Assistant, LgRun, RunStatus, Wait
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
@@ -55,14 +55,7 @@ async def start(
     stateless run (``thread_id`` None) gets a new thread, made with the run (its id
     is not part of the idempotency fingerprint: a retry gets the same run and thread).
     ``streamed``: the response streams the run (its modes are kept in the log)."""
-    try:
-        modes = body.modes()
-    except ValueError as exc:
-        raise Unprocessable(str(exc)) from None
-    if set(modes) & UNSUPPORTED_MODES:
-        raise Unprocessable(
-            f"stream_mode {sorted(set(modes) & UNSUPPORTED_MODES)} is not supported"
-        )
+    modes = _modes(body)
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
     if configurable and body.context:
@@ -71,14 +64,10 @@ async def start(
         )
     assistant = await resolve_assistant(ctx, body.assistant_id)
     check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
-    stateless = thread_id is None
-    if stateless:
-        if body.resumes():
-            raise BadRequest("You must provide a thread_id when resuming.")
-    else:
-        assert thread_id is not None
+    if thread_id is None and body.resumes():
+        raise BadRequest("You must provide a thread_id when resuming.")
+    if thread_id is not None:
         await _thread_for_run(ctx, thread_id, body.if_not_exists)
-    kwargs = _kwargs(body, modes)
     now = dt.datetime.now(dt.UTC)
     draft = LgRun(
         id=str(uuid.uuid4()),
@@ -87,7 +76,7 @@ async def start(
         principal=ctx.principal,
         assistant_id=assistant.assistant_id,
         from_seq=0,
-        kwargs=kwargs,
+        kwargs=_kwargs(body, modes),
         metadata=body.metadata or {},
         multitask_strategy=body.multitask_strategy,
         created_at=now,
@@ -97,18 +86,40 @@ async def start(
         resumed = await _resume(ctx, thread_id, body, draft)
         if resumed is not None:
             return resumed
+    options = _options(body, modes, streamed, now, configurable)
+    if thread_id is not None and body.multitask_strategy == "rollback":
+        options["rollback_of"] = await _rolled_back(ctx, thread_id)
+    return await _accepted(
+        ctx, body, key, draft, _request(body, assistant, config, configurable, options, thread_id)
+    )
+
+
+def _modes(body: RunCreate) -> list[str]:
+    try:
+        modes = body.modes()
+    except ValueError as exc:
+        raise Unprocessable(str(exc)) from None
+    if set(modes) & UNSUPPORTED_MODES:
+        raise Unprocessable(
+            f"stream_mode {sorted(set(modes) & UNSUPPORTED_MODES)} is not supported"
+        )
+    return modes
+
+
+def _options(
+    body: RunCreate,
+    modes: list[str],
+    streamed: bool,
+    now: dt.datetime,
+    configurable: dict[str, Any],
+) -> dict[str, Any]:
+    """What the request sets for the execution (``runtime/options.py``). Takes the keys
+    that name where a run starts out of ``configurable``: a fork, not a setting."""
     fork = body.checkpoint_id or (body.checkpoint.checkpoint_id if body.checkpoint else None)
     fork = fork or configurable.get("checkpoint_id")
     for name in _POSITION_KEYS:
         configurable.pop(name, None)
-    merged = {**assistant.config, **config}
-    merged["configurable"] = {**(assistant.config.get("configurable") or {}), **configurable}
-    try:
-        check_config(merged)
-    except ValueError as exc:
-        raise Unprocessable(f"config: {exc}") from None
-    context = {**assistant.context, **(body.context or {})}
-    options: dict[str, Any] = {
+    return {
         # what a stream will read: a /wait or a create that names no mode reads the
         # result, not the log (a later join still has updates, messages and custom)
         "keep": sorted(set(modes) & KEPT_MODES)
@@ -117,18 +128,34 @@ async def start(
         "subgraphs": body.stream_subgraphs,
         "interrupt_before": body.interrupt_before,
         "interrupt_after": body.interrupt_after,
-        "context": context or None,
         "durability": _durability(body),
         "checkpoint_id": fork,
         "command": body.command.model_dump(exclude_unset=True) if body.command else None,
         "not_before": (now + dt.timedelta(seconds=body.after_seconds)).isoformat()
         if body.after_seconds
         else None,
-        "rollback_of": await _rolled_back(ctx, thread_id)
-        if thread_id is not None and body.multitask_strategy == "rollback"
-        else None,
     }
-    request = RunRequest(
+
+
+def _request(
+    body: RunCreate,
+    assistant: Assistant,
+    config: dict[str, Any],
+    configurable: dict[str, Any],
+    options: dict[str, Any],
+    thread_id: str | None,
+) -> RunRequest:
+    """The run in the run service's terms: the assistant's config and context under the
+    request's."""
+    merged = {**assistant.config, **config}
+    merged["configurable"] = {**(assistant.config.get("configurable") or {}), **configurable}
+    try:
+        check_config(merged)
+    except ValueError as exc:
+        raise Unprocessable(f"config: {exc}") from None
+    context = {**assistant.context, **(body.context or {})}
+    options = {**options, "context": context or None}
+    return RunRequest(
         graph=assistant.graph_id,
         input=body.input,
         thread_id=thread_id,  # None: the service makes one (outside the fingerprint)
@@ -136,7 +163,12 @@ async def start(
         metadata=body.metadata,
         options={k: v for k, v in options.items() if v not in (None, [], False)},
     )
-    webhook_url = body.webhook
+
+
+async def _accepted(
+    ctx: AppContext, body: RunCreate, key: str | None, draft: LgRun, request: RunRequest
+) -> Found:
+    url = body.webhook
     made = await ctx.runs.accept(
         request,
         key=key,
@@ -144,11 +176,9 @@ async def start(
             draft,
             body.multitask_strategy,
             SUPERSEDED,
-            temporary=stateless and body.on_completion == "delete",
+            temporary=request.thread_id is None and body.on_completion == "delete",
         ),
-        hooks=(lambda run_id: [webhook.subscription(ctx.settings, webhook_url, run_id)])
-        if webhook_url
-        else None,
+        hooks=(lambda run_id: [webhook.subscription(ctx.settings, url, run_id)]) if url else None,
     )
     assert made.lg is not None
     if made.created:  # a new run is its own only stretch, and asks nothing yet
