@@ -50,7 +50,7 @@ from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
-from outlast.runtime.compensation import Compensator, owed
+from outlast.runtime.compensation import Compensator
 from outlast.runtime.credentials import RunCredentials, needed_in, reference, wait_for
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
@@ -83,6 +83,7 @@ from outlast.runtime.waits import spec_from_interrupt
 from outlast.secretbox import SecretBox
 from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
 from outlast.store.items import for_principal
+from outlast.store.transitions import Ask, Facts, owes
 from outlast.vocabulary import EventType, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
@@ -454,13 +455,12 @@ class Execution:
         await self.policy.record()  # as at a park: the next attempt meters on from it
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
-            asked = (current.error if current else None) or {}
-            reason = asked.get("reason", "cancelled")
-            # (the LangGraph face's `interrupt` strategy keeps the state, effects and all)
-            if asked.get("compensate", True) and await self._owes():
-                error = {"type": asked.get("type", "cancelled"), "reason": reason}
-                ending = {"status": RunStatus.CANCELLED, "error": error}
-                return await self._end_compensated(sink, ending)
+            # what the cancel asked (the LangGraph face's `interrupt` strategy keeps the
+            # state, effects and all)
+            ask = Ask.of(current.error if current else None)
+            reason = ask.reason
+            if await self._owes(ask):
+                return await self._end_compensated(sink, ask.ending())
             await self.store.finish(
                 self.lease,
                 RunStatus.CANCELLED,
@@ -473,8 +473,11 @@ class Execution:
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
 
-    async def _owes(self) -> bool:
-        return bool(owed(await self.store.list_effects(self.run.id)))
+    async def _owes(self, ask: Ask | None = None) -> bool:
+        """Whether the run has work to do before it may end as ``ask`` says (by default,
+        as it failed): the store's definition, the one the reaper and a release use."""
+        effects = await self.store.list_effects(self.run.id)
+        return owes(Facts.of(self.run, effects), ask or Ask())
 
     async def _end_compensated(self, sink: EventSink, ending: dict[str, Any]) -> Outcome:
         """Record how the run ends, undo its effects, end it so (or park it on a

@@ -13,6 +13,7 @@ from outlast.store.assistants import AssistantOps
 from outlast.store.common import SharedRunOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.secrets_ops import SecretsOps
+from outlast.store.transition_ops import TransitionOps
 
 HERE = Path(__file__).parent
 # The names the contract modules give a store under test.
@@ -29,7 +30,7 @@ def _public(cls: type) -> set[str]:
 
 def contract() -> set[str]:
     names = set(Store.__abstractmethods__) | _public(Store)
-    for mixin in (SharedRunOps, AssistantOps, LangGraphOps, SecretsOps):
+    for mixin in (SharedRunOps, TransitionOps, AssistantOps, LangGraphOps, SecretsOps):
         names |= _public(mixin)
     return {n for n in names if not n.startswith("_")}
 
@@ -57,7 +58,7 @@ def test_the_contract_is_what_the_backends_implement() -> None:
     # the mixins add nothing public that Store does not declare: a backend-specific
     # method would escape the suite that holds the two backends together
     declared = set(Store.__abstractmethods__) | _public(Store)
-    for mixin in (SharedRunOps, AssistantOps, LangGraphOps, SecretsOps):
+    for mixin in (SharedRunOps, TransitionOps, AssistantOps, LangGraphOps, SecretsOps):
         assert _public(mixin) <= declared, sorted(_public(mixin) - declared)
     assert len(contract()) > 50
     assert all(inspect.iscoroutinefunction(getattr(Store, n)) for n in ("claim", "append"))
