@@ -18,10 +18,12 @@ from outlast.store.transitions import (
     Change,
     Facts,
     cancel,
+    compensates,
     owed,
     owes,
     reap,
     release,
+    rolls_back,
     set_ending,
 )
 from outlast.vocabulary import EventType, RunStatus
@@ -90,11 +92,20 @@ def test_owes_follows_the_cancels_word_on_compensation() -> None:
     assert not owes(owing, Ask(compensate=False)) and not owes(clear, Ask())
 
 
+def test_a_rollback_is_owed_by_a_run_that_ran() -> None:
+    back = Ask("undo", rollback=True)
+    assert owes(facts(W, ran=True), back) and owes(facts(Q, ran=True), back)
+    assert not owes(facts(Q), back)  # never claimed: it wrote nothing to undo
+    assert owes(facts(W, ran=True), Ask("undo", compensate=False, rollback=True))
+    assert not owes(facts(W, ran=True), Ask("plain"))
+
+
 def test_facts_of_a_run_and_its_ledger() -> None:
     run = _run(status=W, attempts=1, max_attempts=3, error={"type": "x"}, ending=FAILED_ENDING)
     got = Facts.of(run, [effect("k", "done", compensate="m:u")])
     assert got == Facts(W, None, 1, 3, FAILED_ENDING, {"type": "x"}, effects_owed=True)
     assert not Facts.of(run, [effect("k", "failed", compensate="m:u")]).effects_owed
+    assert Facts.of(dataclasses.replace(run, lease_epoch=2), []).ran
 
 
 def test_what_a_cancel_asked_is_read_back_from_the_error() -> None:
@@ -109,6 +120,19 @@ def test_what_a_cancel_asked_is_read_back_from_the_error() -> None:
     assert Ask.supersede("z").error() == {"type": "superseded", "reason": "z", "compensate": False}
     assert Ask.of(None) == Ask.of({}) == Ask("cancelled")
     assert Ask("because").ending() == cancelled_ending("because")
+    back = Ask("undo", compensate=True, rollback=True)
+    assert Ask.of(back.error()) == back
+    assert back.error() == {
+        "type": "cancelled",
+        "reason": "undo",
+        "compensate": True,
+        "rollback": True,
+    }
+    assert back.ending() == {**cancelled_ending("undo"), "rollback": True}
+    assert rolls_back(back.ending()) and compensates(back.ending())
+    given_up = Ask("undo", compensate=False, rollback=True).ending()
+    assert rolls_back(given_up) and not compensates(given_up)
+    assert not rolls_back(FAILED_ENDING) and compensates(FAILED_ENDING)
 
 
 # -- cancel --------------------------------------------------------------------------------
@@ -182,6 +206,31 @@ def test_the_langgraph_faces_cancels() -> None:
     assert superseded.error == {"type": "superseded", "reason": "new input", "compensate": False}
 
 
+def test_a_rollback_sends_an_idle_run_that_ran_to_a_worker() -> None:
+    back = Ask("undo", rollback=True)
+    never = cancel(facts(Q), back)  # nothing it wrote: cancelled at once
+    assert never is not None and (never.status, never.ending) == (CED, None)
+    for status in (Q, W):  # released or parked after a claim: its checkpoints are undone
+        change = cancel(facts(status, ran=True), back)
+        assert change is not None and change.withdraw_waits and not change.keep_worker
+        assert (change.status, change.ending) == (CING, back.ending())
+        assert change.error == {"type": "cancelled", "reason": "undo", "rollback": True}
+    running = cancel(facts(R, ran=True), back)  # its worker rolls it back as it ends it
+    assert running is not None and running.keep_worker and running.status == CING
+    assert running.ending is None and running.error == back.error()
+
+
+def test_a_rollback_joins_an_ending_already_recorded() -> None:
+    back = Ask("undo", rollback=True)
+    queued = cancel(facts(Q, ran=True, ending=FAILED_ENDING), back)
+    assert queued is not None and queued.status == CING
+    assert queued.ending == {**FAILED_ENDING, "rollback": True}
+    # waiting on a person about a compensation: the rest is given up, the rollback is not
+    waiting = cancel(facts(W, ran=True, ending=FAILED_ENDING, effects_owed=True), back)
+    assert waiting is not None and waiting.status == CING
+    assert waiting.ending == {**cancelled_ending("undo"), "compensate": False, "rollback": True}
+
+
 # -- release -------------------------------------------------------------------------------
 
 
@@ -218,6 +267,13 @@ def test_a_released_cancelling_run_that_owes_stays_cancelling_with_its_ending() 
     # recorded already: kept as it is, whatever the ledger says now
     recorded = release(facts(CING, ending=FAILED_ENDING), "shutdown")
     assert (recorded.status, recorded.ending) == (CING, FAILED_ENDING)
+
+
+def test_a_rollback_owed_survives_a_release() -> None:
+    asked = Ask("undo", rollback=True).error()
+    change = release(facts(CING, ran=True, error=asked), "shutdown")
+    assert (change.status, change.ending) == (CING, {**cancelled_ending("undo"), "rollback": True})
+    assert change.attempts == -1 and change.error == asked
 
 
 # -- reap ----------------------------------------------------------------------------------
@@ -284,11 +340,26 @@ def test_a_run_lost_while_cancelling() -> None:
     _lost(told, CED, EventType.RUN_CANCELLED, 1)
 
 
+def test_a_rollback_owed_survives_a_reap() -> None:
+    asked = Ask("undo", rollback=True).error()
+    change = reap(facts(CING, ran=True, attempts=3, max_attempts=3, error=asked))
+    _lost(change, CING, EventType.RUN_REQUEUED, 3)
+    assert change.ending == {**cancelled_ending("undo"), "rollback": True}
+
+
 # -- set_ending ----------------------------------------------------------------------------
 
 
 def test_set_ending_records_what_the_holder_decided() -> None:
     assert set_ending(facts(R, effects_owed=True), FAILED_ENDING) == FAILED_ENDING
+    plain = facts(CING, error=Ask("user").error())
+    assert set_ending(plain, FAILED_ENDING) == FAILED_ENDING
+
+
+def test_set_ending_keeps_a_rollback_the_cancel_asked() -> None:
+    # the run failed on its own as a cancel with rollback came in: it is rolled back too
+    asked = facts(CING, ran=True, error=Ask("undo", rollback=True).error())
+    assert set_ending(asked, FAILED_ENDING) == {**FAILED_ENDING, "rollback": True}
 
 
 def _run(**changes: Any) -> Run:

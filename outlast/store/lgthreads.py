@@ -187,10 +187,12 @@ class LangGraphOps(TxProvider):
                 elif strategy == "reject":
                     raise ThreadBusy(BUSY)
                 elif strategy in ("interrupt", "rollback"):
-                    # rollback discards the run's state, so its effects are undone;
-                    # interrupt keeps it for the new run, effects and all
+                    # rollback discards the run's state (its worker restores the thread
+                    # before it ends, and the new run queues behind it), so its effects
+                    # are undone; interrupt keeps it for the new run, effects and all
+                    back = strategy == "rollback"
                     reason = f"superseded by run {new.id} ({strategy})"
-                    await cancel_in(tx, active.id, Ask(reason, compensate=strategy == "rollback"))
+                    await cancel_in(tx, active.id, Ask(reason, compensate=back, rollback=back))
                     if strategy == "rollback":
                         await tx.rows("lg_run_mark_deleted", run_id=active.id)
             run, created = await self._insert_run(tx, new)

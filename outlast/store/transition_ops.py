@@ -79,9 +79,14 @@ async def _leased(tx: Tx, lease: Lease) -> Run:
 class TransitionOps(TxProvider):
     """``request_cancel``, ``release``, ``reap`` and ``set_ending`` of both stores."""
 
-    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
+    async def request_cancel(
+        self, run_id: str, reason: str, *, rollback: bool = False
+    ) -> Run | None:
         async with self._writing() as tx:
-            run, _ = await cancel_in(tx, run_id, Ask(reason))
+            run, _ = await cancel_in(tx, run_id, Ask(reason, rollback=rollback))
+            if rollback and run is not None:
+                # gone for LangGraph's clients with the cancel that rolls it back
+                await tx.rows("lg_run_mark_deleted", run_id=run_id)
             return run
 
     async def release(self, lease: Lease, reason: str) -> int:
@@ -99,8 +104,9 @@ class TransitionOps(TxProvider):
                 reaped.append(Reaped(run.id, after.status, after.last_seq))
         return reaped
 
-    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
+    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> dict[str, Any]:
         async with self._writing() as tx:
             run = await _leased(tx, lease)
             recorded = transitions.set_ending(await facts_of(tx, run), ending)
             await tx.rows("run_set_ending", run_id=run.id, ending=tx.encode_json(recorded))
+            return recorded

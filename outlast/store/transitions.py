@@ -16,7 +16,7 @@ Nothing here reads a clock or a database: the facts come in (``Facts``), a ``Cha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS
@@ -67,6 +67,7 @@ class Facts:
     ending: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     effects_owed: bool = False  # ``owed(effects)`` is not empty
+    ran: bool = False  # it was claimed at least once (lease epoch > 0): it may have written
 
     @classmethod
     def of(cls, run: Run, effects: Sequence[Effect]) -> Facts:
@@ -78,6 +79,7 @@ class Facts:
             ending=run.ending,
             error=run.error,
             effects_owed=bool(owed(effects)),
+            ran=run.lease_epoch > 0,
         )
 
 
@@ -88,11 +90,14 @@ class Ask:
     asked: ``kind`` is the error type (``superseded`` when new input replaced an
     interrupted run), ``compensate`` whether its effects are undone (``None``: yes, and
     the error does not say so; LangGraph's ``interrupt`` keeps the state and with it
-    what the run booked, so it says ``False``)."""
+    what the run booked, so it says ``False``), ``rollback`` whether the thread goes back
+    to where it was before the run (LangGraph's ``rollback``: its checkpoints are undone
+    by the worker that ends it, ``runtime/options.py:undo_run``)."""
 
     reason: str = "cancelled"
     kind: str = "cancelled"
     compensate: bool | None = None
+    rollback: bool = False
 
     @classmethod
     def supersede(cls, reason: str) -> Ask:
@@ -109,6 +114,7 @@ class Ask:
             reason=str(error.get("reason") or "cancelled"),
             kind=str(error.get("type") or "cancelled"),
             compensate=None if compensate is None else bool(compensate),
+            rollback=bool(error.get("rollback")),
         )
 
     def error(self) -> dict[str, Any]:
@@ -116,20 +122,46 @@ class Ask:
         error: dict[str, Any] = {"type": self.kind, "reason": self.reason}
         if self.compensate is not None:
             error["compensate"] = self.compensate
+        if self.rollback:
+            error["rollback"] = True
         return error
 
     def ending(self) -> dict[str, Any]:
-        """How a run cancelled so ends once it has done what it owes."""
-        return {
+        """How a run cancelled so ends once it has done what it owes: its status and
+        error, and what the worker that ends it does first (``compensates``,
+        ``rolls_back``)."""
+        ending: dict[str, Any] = {
             "status": RunStatus.CANCELLED.value,
             "error": {"type": self.kind, "reason": self.reason},
         }
+        if self.compensate is False:
+            ending["compensate"] = False
+        if self.rollback:
+            ending["rollback"] = True
+        return ending
 
 
 def owes(facts: Facts, ask: Ask) -> bool:
-    """Whether a run ending as ``ask`` says has work to do before it may end: effects to
-    undo (``owed``), unless the cancel said not to compensate."""
-    return ask.compensate is not False and facts.effects_owed
+    """Whether a run ending as ``ask`` says has work to do before it may end, which only a
+    worker holding it can do: effects to undo (``owed``), unless the cancel said not to
+    compensate; or a rollback asked of a run that ran (one never claimed wrote nothing,
+    and is cancelled at once). A run that owes is not ended by a cancel, a release or
+    the reaper: it is ``cancelling`` (or queued) with its ending recorded, and the worker
+    that claims it does the work, then ends it so."""
+    undo = ask.compensate is not False and facts.effects_owed
+    return undo or (ask.rollback and facts.ran)
+
+
+def compensates(ending: dict[str, Any]) -> bool:
+    """Whether the worker ending a run so undoes its effects first (not when the person
+    asked to settle one gave the rest up by cancelling it)."""
+    return ending.get("compensate") is not False
+
+
+def rolls_back(ending: dict[str, Any]) -> bool:
+    """Whether the worker ending a run so puts its thread back where it was before the
+    run (after the compensations, before the run ends)."""
+    return bool(ending.get("rollback"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +197,10 @@ def cancel(facts: Facts, ask: Ask) -> Change | None:
     worker to do that: it is ``cancelled`` at once, its waits withdrawn; unless it owes
     work, then it is ``cancelling`` with no worker and its ending recorded, and the claim
     hands it to a worker that does the work and ends it so. A queued run whose ending was
-    recorded already (lost on its last attempt owing compensations) keeps that ending.
-    A run waiting on a compensation a person must settle (its ending recorded) gives the
-    rest of its compensations up: cancelled.
+    recorded already (lost on its last attempt owing compensations) keeps that ending,
+    and a rollback asked is added to it. A run waiting on a compensation a person must
+    settle (its ending recorded) gives the rest of its compensations up: cancelled, or,
+    if a rollback was asked, cancelling to do that only.
     """
     if facts.status not in (RunStatus.QUEUED, RunStatus.WAITING, RunStatus.RUNNING):
         return None
@@ -183,9 +216,13 @@ def cancel(facts: Facts, ask: Ask) -> Change | None:
             notify=CANCEL_NOTES,
         )
     ending: dict[str, Any] | None = None
-    if facts.ending is not None:
-        if facts.status == RunStatus.QUEUED:
-            ending = facts.ending
+    if facts.ending is not None and facts.status == RunStatus.QUEUED:
+        ending = {**facts.ending, "rollback": True} if ask.rollback else facts.ending
+    elif facts.ending is not None:
+        # waiting on a compensation a person must settle: the rest is given up, not a
+        # rollback asked with the cancel
+        given_up = replace(ask, compensate=False)
+        ending = given_up.ending() if owes(facts, given_up) else None
     elif owes(facts, ask):
         ending = ask.ending()
     status = RunStatus.CANCELLING if ending is not None else RunStatus.CANCELLED
@@ -280,7 +317,11 @@ def reap(facts: Facts) -> Change:
 
 
 def set_ending(facts: Facts, ending: dict[str, Any]) -> dict[str, Any]:
-    """The ending the holder of a run owing compensations records before it undoes
-    anything (fenced by its lease): from then on a released or reaped run goes back to a
-    worker whatever its attempts, and whoever claims it compensates and ends it so."""
+    """The ending the holder of a run owing work records before it does any (fenced by
+    its lease): from then on a released or reaped run goes back to a worker whatever its
+    attempts, and whoever claims it does the work and ends it so. A rollback asked by the
+    cancel of the run (read from the row as locked: also one the holder had not seen yet
+    when it decided) is kept in what is recorded; the holder does what is returned."""
+    if facts.status == RunStatus.CANCELLING and Ask.of(facts.error).rollback:
+        return {**ending, "rollback": True}
     return ending

@@ -129,9 +129,6 @@ async def start(
         "not_before": (now + dt.timedelta(seconds=body.after_seconds)).isoformat()
         if body.after_seconds
         else None,
-        "rollback_of": await _rolled_back(ctx, thread_id)
-        if thread_id is not None and body.multitask_strategy == "rollback"
-        else None,
     }
     graph = assistant.graph_id
     model = ctx.registry.model_for(graph, merged)
@@ -167,15 +164,6 @@ async def start(
     if created:  # a new run is its own only stretch, and asks nothing yet
         return Found(lg, run, latest=True, asking=False)
     return await found(ctx, lg, run)
-
-
-async def _rolled_back(ctx: AppContext, thread_id: str) -> str | None:
-    """The run a ``rollback`` replaces: the thread's run in flight, if any (the new run
-    starts from before it; runtime/execution.py finds the checkpoint once it has ended)."""
-    latest = await ctx.store.latest_run(thread_id)
-    if latest is None or latest.status not in (RunStatus.RUNNING, RunStatus.CANCELLING):
-        return None
-    return latest.id
 
 
 def _fields(lg: LgRun) -> dict[str, Any]:

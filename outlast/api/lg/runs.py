@@ -30,7 +30,6 @@ from outlast.api.lg.access import (
     Unprocessable,
     found,
     found_of,
-    graph_of,
     lg_run_or_404,
     thread_or_404,
 )
@@ -45,7 +44,7 @@ from outlast.api.lg.follow import (
 )
 from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
 from outlast.api.lg.views import run_json, run_status
-from outlast.runtime.options import NO_CHECKPOINT, before_run, restore_as_head
+from outlast.runtime import faults
 from outlast.store import LgRun, RunStatus
 
 log = logging.getLogger(__name__)
@@ -301,9 +300,13 @@ async def cancel_run(
     ctx = ctx_of(request)
     f = await lg_run_or_404(ctx, thread_id, run_id)
     await _cancel(ctx, f, action)
+    if not wait and action != "rollback":
+        return Response(status_code=202)
+    # a rollback answers once its run has ended (rolled back), as it always has: its
+    # client reads the thread's state next
+    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
     if not wait:
         return Response(status_code=202)
-    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
     run = await ctx.store.get_run(f.run.id)
     if run is None:
         return Response(status_code=204)
@@ -313,30 +316,16 @@ async def cancel_run(
 
 
 async def _cancel(ctx: AppContext, f: Found, action: str) -> None:
-    if f.latest and not f.run.terminal:
+    """One store transaction; a rollback is recorded in it and done by the worker that
+    ends the run (ARCHITECTURE.md, "Rollback undoes by going forward"). An earlier
+    stretch of a run resumed since has ended as a LangGraph run: a rollback hides it."""
+    rollback = action == "rollback"
+    if f.latest:
         reason = f"cancelled through the LangGraph API (action={action})"
-        await ctx.store.request_cancel(f.run.id, reason)
-    if action == "rollback":
+        await ctx.store.request_cancel(f.run.id, reason, rollback=rollback)
+        faults.fault_point(faults.AFTER_CANCEL)
+    elif rollback:
         await ctx.store.lg_delete_runs_of(f.run.id)
-        await _undo(ctx, f)
-
-
-async def _undo(ctx: AppContext, f: Found) -> None:
-    """Put the thread back where it was before the run: once the run has stopped writing,
-    a copy of the checkpoint before it becomes the head (or the thread is emptied when
-    the run wrote every checkpoint). A run that does not stop within
-    ``OUTLAST_RESULT_WAIT_MAX`` is left as it is."""
-    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
-    run = await ctx.store.get_run(f.run.id)
-    if run is None or not run.terminal:
-        return
-    graph = graph_of(ctx, run.graph)
-    config: Any = {"configurable": {"thread_id": run.thread_id}}
-    before = await before_run(graph, config, run.id)
-    if before == NO_CHECKPOINT:
-        await ctx.store.checkpointer().adelete_thread(run.thread_id)
-    elif before is not None:
-        await restore_as_head(graph, ctx.store.checkpointer(), run.thread_id, before)
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
@@ -415,7 +404,6 @@ async def cancel_many(
         for run in await ctx.store.list_runs(
             principal=ctx.principal, thread_id=None, status=status, limit=10_000, before=None
         ):
-            await ctx.store.request_cancel(run.id, f"cancelled in bulk (action={action})")
-            if action == "rollback":
-                await ctx.store.lg_delete_runs_of(run.id)
+            reason = f"cancelled in bulk (action={action})"
+            await ctx.store.request_cancel(run.id, reason, rollback=action == "rollback")
     return Response(status_code=204)
