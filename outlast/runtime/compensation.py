@@ -3,7 +3,7 @@
 An effect declared with ``@effect(compensate=fn)`` keeps ``fn``'s import path in its
 ledger row. When a run that has such effects done ends cancelled or failed (or the
 LangGraph face rolls it back, which cancels it), the execution first records how the run
-will end (``Store.set_ending``, fenced), then undoes the effects latest first. Each
+will end (``EffectStore.set_ending``, fenced), then undoes the effects latest first. Each
 undoing is a ledger row of its own, keyed ``undo:<effect key>``, so it happens once:
 
 - ``started`` is committed before ``fn`` is called; ``done`` with its result after, then
@@ -33,13 +33,13 @@ import importlib
 import inspect
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.jsonable import to_jsonable
 from outlast.runtime import faults, metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
-from outlast.store import Effect, EventDraft, Store, WaitSpec
+from outlast.store import Effect, EffectStore, EventDraft, EventStore, WaitSpec, WaitStore
 from outlast.store.transitions import owed
 from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
 
@@ -85,12 +85,16 @@ def resolve(path: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
+class CompensationStore(EffectStore, WaitStore, EventStore, Protocol):
+    """What compensating uses: the ledger, the answers a person gave, the run's log."""
+
+
 class Compensator:
     """The compensations of one run, done by the worker that holds its lease."""
 
     def __init__(
         self,
-        store: Store,
+        store: CompensationStore,
         run_id: str,
         sink: EventSink,
         *,

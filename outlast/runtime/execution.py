@@ -33,7 +33,7 @@ import contextlib
 import datetime as dt
 import logging
 import traceback
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import HumanMessage
 from langgraph.errors import GraphDrained
@@ -75,7 +75,20 @@ from outlast.runtime.sink import DUE_HOLD, EventSink, SinkClosed
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.secretbox import SecretBox
-from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
+from outlast.store import (
+    ActivityStore,
+    EffectStore,
+    EventDraft,
+    EventStore,
+    ItemStore,
+    Lease,
+    LifecycleStore,
+    Run,
+    RunStatus,
+    RunStore,
+    WaitSpec,
+    WaitStore,
+)
 from outlast.store.items import for_principal
 from outlast.store.transitions import Ask, Facts, compensates, owes, rolls_back
 from outlast.vocabulary import EventType, WaitKind, WaitStatus
@@ -86,9 +99,21 @@ log = logging.getLogger(__name__)
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
 
+class ExecutionStore(
+    LifecycleStore, RunStore, EventStore, WaitStore, ActivityStore, EffectStore, ItemStore, Protocol
+):
+    """What executing one run uses: all but threads, the outbox, secrets, assistants and
+    LangGraph's records (a run's execution never touches them)."""
+
+
 class Execution:
     def __init__(
-        self, store: Store, registry: GraphRegistry, settings: Settings, run: Run, worker_id: str
+        self,
+        store: ExecutionStore,
+        registry: GraphRegistry,
+        settings: Settings,
+        run: Run,
+        worker_id: str,
     ) -> None:
         self.store = store
         self.registry = registry

@@ -31,7 +31,7 @@ HEARTBEAT_LOOP = "worker.heartbeat_loop"
 REAPER_LOOP = "worker.reaper_loop"
 RETENTION_LOOP = "worker.retention_loop"
 
-# A cancel the store has committed, before the API answers (api/lg/runs.py): a rollback
+# A cancel the store has committed, before the API answers (service/runs.py): a rollback
 # asked with it is the runtime's to do, whatever happens to the process that accepted it.
 AFTER_CANCEL = "api.after_cancel"
 

@@ -1,15 +1,15 @@
-"""The effects ledger written once for both backends (the contract: ``ledger.py``)."""
+"""The effects ledger written once for both backends (the contract: ``contract/effects.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from outlast.store.common import TxProvider
-from outlast.store.ledger import LedgerContract
+from outlast.store.contract.effects import EffectStore
 from outlast.store.records import Effect
 
 
-class LedgerOps(TxProvider, LedgerContract):
+class LedgerOps(TxProvider, EffectStore):
     async def effect_begin(
         self,
         run_id: str,

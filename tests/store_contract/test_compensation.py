@@ -1,7 +1,8 @@
 """Runs that owe compensations (``runtime/compensation.py``): once a run's ending is
 recorded it goes back to a worker, whatever happens to its lease, until it has undone its
 effects; a queued or waiting run cancelled with effects to undo waits for a worker as
-``cancelling``. The ledger keeps what undoes an effect and what an undoing undoes."""
+``cancelling``. Behaviour across two capabilities: the runs' transitions, given what the
+effects ledger says is owed (the ledger itself is test_effects.py's)."""
 
 from __future__ import annotations
 
@@ -19,19 +20,6 @@ ENDING = {"status": "failed", "error": {"type": "Boom", "message": "no"}}
 async def _booked(store: Store, run_id: str, key: str = "k1") -> None:
     await store.effect_begin(run_id, key, "book", "h", {}, True, compensate="m:unbook")
     await store.effect_finish(run_id, key, "done", result={"booking": 7})
-
-
-async def test_the_ledger_keeps_what_undoes_an_effect(store: Store) -> None:
-    run, _ = await claimed(store)
-    await _booked(store, run.id)
-    undo, fresh = await store.effect_begin(
-        run.id, "undo:k1", "unbook", "u", {"compensates": "k1"}, True, compensates="k1"
-    )
-    assert fresh and undo.compensates == "k1" and undo.compensate is None
-    effect, undoing = await store.list_effects(run.id)
-    assert (effect.compensate, effect.compensates) == ("m:unbook", None)
-    assert effect.public()["compensable"] and not undoing.public()["compensable"]
-    assert undoing.public()["compensates"] == "k1"
 
 
 async def test_set_ending_is_fenced_and_a_reaped_ending_run_comes_back(store: Store) -> None:

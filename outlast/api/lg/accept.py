@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import re
 import uuid
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.edge import admit, check_size
 from outlast.api.lg import webhook
 from outlast.api.lg.access import (
     BadRequest,
@@ -33,14 +31,11 @@ from outlast.api.lg.access import (
 from outlast.api.lg.assistants import resolve_assistant
 from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
-from outlast.api.waits import stored, validate_answer
-from outlast.errors import RunNotFound
-from outlast.runtime import eager
-from outlast.runtime.accept import RunRequest, new_run
-from outlast.runtime.budget import resolve_budget
+from outlast.runtime.accept import RunRequest
 from outlast.runtime.options import KEPT_MODES
-from outlast.store import LgRun, RunStatus, Wait
-from outlast.vocabulary import ANSWERABLE_KINDS, WaitStatus
+from outlast.service.admission import check_size
+from outlast.service.placement import LangGraphRun
+from outlast.store import LgRun, Wait
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
@@ -130,44 +125,32 @@ async def start(
         if body.after_seconds
         else None,
     }
-    graph = assistant.graph_id
-    model = ctx.registry.model_for(graph, merged)
-    new = new_run(
-        RunRequest(
-            graph=graph,
-            input=body.input,
-            thread_id=thread_id,  # None: new_run makes one (outside the fingerprint)
-            config=merged,
-            metadata=body.metadata,
-            budget=resolve_budget(None, ctx.settings.budget_defaults, ctx.settings.budget_caps),
-            model=model,
-            options={k: v for k, v in options.items() if v not in (None, [], False)},
+    request = RunRequest(
+        graph=assistant.graph_id,
+        input=body.input,
+        thread_id=thread_id,  # None: the service makes one (outside the fingerprint)
+        config=merged,
+        metadata=body.metadata,
+        options={k: v for k, v in options.items() if v not in (None, [], False)},
+    )
+    webhook_url = body.webhook
+    made = await ctx.runs.accept(
+        request,
+        key=key,
+        placement=LangGraphRun(
+            draft,
+            body.multitask_strategy,
+            SUPERSEDED,
+            temporary=stateless and body.on_completion == "delete",
         ),
-        graphs=ctx.registry.names,
-        max_attempts=ctx.settings.max_attempts,
-        idempotency_key=key,
-        principal=ctx.principal,
+        hooks=(lambda run_id: [webhook.subscription(ctx.settings, webhook_url, run_id)])
+        if webhook_url
+        else None,
     )
-    if body.webhook:
-        hook = webhook.subscription(ctx.settings, body.webhook, new.id)
-        new = dataclasses.replace(new, webhooks=(hook,))
-    await admit(ctx, thread_id, key)
-    draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
-    create = functools.partial(
-        ctx.store.lg_create_run,
-        lg=draft,
-        strategy=body.multitask_strategy,
-        supersede_reason=SUPERSEDED,
-        temporary=stateless and body.on_completion == "delete",
-    )
-    lg, run, created = await eager.accept(ctx.worker, new, create, lambda r: r[1] if r[2] else None)
-    if created:  # a new run is its own only stretch, and asks nothing yet
-        return Found(lg, run, latest=True, asking=False)
-    return await found(ctx, lg, run)
-
-
-def _fields(lg: LgRun) -> dict[str, Any]:
-    return {name: getattr(lg, name) for name in lg.__dataclass_fields__}
+    assert made.lg is not None
+    if made.created:  # a new run is its own only stretch, and asks nothing yet
+        return Found(made.lg, made.run, latest=True)
+    return await found(ctx, made.lg, made.run)
 
 
 def _durability(body: RunCreate) -> str | None:
@@ -215,51 +198,19 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
     ``strict_resume``: then it is an ordinary run with ``Command(resume=…)``, as
     LangGraph's server does (and nothing happens)."""
     assert body.command is not None
-    latest = await ctx.store.latest_run(thread_id)
-    waits: list[Wait] = []
-    if latest is not None and latest.status == RunStatus.WAITING:
-        waits = [
-            w
-            for w in await ctx.store.list_waits(latest.id, WaitStatus.OPEN)
-            if w.kind in ANSWERABLE_KINDS
-        ]
-    if latest is None or not waits:
-        if body.strict_resume:
-            raise Conflict(f"Thread {thread_id} has no pending interrupt to resume")
-        if latest is not None and not latest.terminal:
-            # the interrupt was resumed already (by a concurrent resume, or through
-            # /v1), or the run is still going: a second answer never resumes twice
-            raise Conflict(
-                f"Thread {thread_id} has no pending interrupt: its run {latest.id} is "
-                f"{latest.status.value}"
-            )
+    pending = await ctx.runs.to_resume(thread_id, strict=body.strict_resume)
+    if pending is None:
         return None
+    latest, waits = pending
     answers = _answers(body.command.resume, waits, body.strict_resume)
-    for wait_id, value in answers.items():
-        wait = next(w for w in waits if w.id == wait_id)
-        check_size(value, ctx.settings.max_answer_bytes, "the resume value", "max_answer_bytes")
-        validate_answer(wait, value)
-        answers[wait_id] = stored(ctx.settings, wait, value)
     if any(w.kind == "auth" for w in waits if w.id in answers):
         # a credential goes to the run through its wait row, never into a record that
         # clients read back (the Run's kwargs), as wait.ended redacts it on /v1
         command = {**(draft.kwargs.get("command") or {}), "resume": "(redacted)"}
-        draft = LgRun(**{**_fields(draft), "kwargs": {**draft.kwargs, "command": command}})
-    hook = None
-    if body.webhook:  # before the answer: the run may end as soon as it is answered
-        new_hook = webhook.subscription(ctx.settings, body.webhook, draft.id)
-        hook, _ = await ctx.store.create_webhook(
-            dataclasses.replace(new_hook, run_id=latest.id, principal=ctx.principal)
-        )
-    try:
-        lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
-    except BaseException:
-        if hook is not None:
-            await ctx.store.delete_webhook(hook.id, ctx.principal)
-        raise
-    run = await ctx.store.get_run(latest.id)
-    if run is None:  # pragma: no cover - deleted under us
-        raise RunNotFound(f"run {latest.id} is gone")
+        draft = dataclasses.replace(draft, kwargs={**draft.kwargs, "command": command})
+    # made before the answer: the run may end as soon as it is answered
+    hook = webhook.subscription(ctx.settings, body.webhook, draft.id) if body.webhook else None
+    lg, run = await ctx.runs.resume(latest, answers, draft, hook)
     return await found(ctx, lg, run)
 
 

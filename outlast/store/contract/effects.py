@@ -1,6 +1,7 @@
 """The effects ledger's part of the store: one row per side effect of a run, and one per
 compensation (an undoing is an effect of its own, keyed ``undo:<key>``, naming in
-``compensates`` the effect it undoes).
+``compensates`` the effect it undoes). Written once for both backends in
+``store/ledger_ops.py``.
 
 Not fenced and silent: a worker writes its own run's ledger and appends the ``effect.*``
 events itself; the ledger is what a successor reads after a crash. The one fenced write
@@ -11,12 +12,12 @@ and how, which only the lease holder may take.
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.store.records import Effect, Lease
 
 
-class LedgerContract(abc.ABC):
+class EffectStore(Protocol):
     @abc.abstractmethod
     async def effect_begin(
         self,
