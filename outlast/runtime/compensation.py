@@ -40,6 +40,7 @@ from outlast.runtime import faults, metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EffectStore, EventDraft, EventStore, WaitSpec, WaitStore
+from outlast.store.transitions import owed
 from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
 
 UNDO = "undo:"
@@ -53,18 +54,6 @@ FAILING = "failing"
 BEFORE_CALL = "compensation.before_call"
 AFTER_CALL = "compensation.after_call"
 AFTER_DONE = "compensation.after_done"
-
-
-def owed(effects: Sequence[Effect]) -> list[Effect]:
-    """The effects that declared an undoing, may have happened (all but ``failed``) and
-    are not undone yet, latest first."""
-    undone = {e.compensates for e in effects if e.compensates and e.status == EffectStatus.DONE}
-    due = [
-        e
-        for e in effects
-        if e.compensate and e.status != EffectStatus.FAILED and e.key not in undone
-    ]
-    return sorted(due, key=lambda e: (e.finished_at or e.started_at, e.started_at), reverse=True)
 
 
 def compensated(effects: Sequence[Effect]) -> list[dict[str, Any]]:

@@ -50,18 +50,12 @@ from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
 from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
-from outlast.runtime.compensation import Compensator, owed
+from outlast.runtime.compensation import Compensator, compensated
 from outlast.runtime.credentials import RunCredentials, needed_in, reference, wait_for
 from outlast.runtime.effects import RunLedger
 from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.keeper import Keeper
-from outlast.runtime.options import (
-    AFTER,
-    NO_CHECKPOINT,
-    RunOptions,
-    before_run,
-    restore_as_head,
-)
+from outlast.runtime.options import AFTER, RunOptions, undo_run
 from outlast.runtime.outcomes import (
     _PRIORITY,
     CANCEL,
@@ -96,6 +90,7 @@ from outlast.store import (
     WaitStore,
 )
 from outlast.store.items import for_principal
+from outlast.store.transitions import Ask, Facts, compensates, owes, rolls_back
 from outlast.vocabulary import EventType, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
@@ -298,14 +293,6 @@ class Execution:
                 graph_input = await self._continuation(state, sink)
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
-        if options.rollback_of and not resumed:
-            # multitask_strategy=rollback: start from before the run it replaced (which
-            # has ended: runs of a thread go one at a time)
-            fork = await before_run(graph, config, options.rollback_of)
-            if fork is NO_CHECKPOINT:
-                await self.store.checkpointer().adelete_thread(run.thread_id)
-            elif fork is not None:  # the head again, pending writes and all
-                await restore_as_head(graph, self.store.checkpointer(), run.thread_id, fork)
         if options.checkpoint_id and not resumed:  # a fork, until the run has its own
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         final: Any = None
@@ -479,13 +466,12 @@ class Execution:
         await self.policy.record()  # as at a park: the next attempt meters on from it
         if self.stop_reason == CANCEL:
             current = await self.store.get_run(self.run.id)
-            asked = (current.error if current else None) or {}
-            reason = asked.get("reason", "cancelled")
-            # (the LangGraph face's `interrupt` strategy keeps the state, effects and all)
-            if asked.get("compensate", True) and await self._owes():
-                error = {"type": asked.get("type", "cancelled"), "reason": reason}
-                ending = {"status": RunStatus.CANCELLED, "error": error}
-                return await self._end_compensated(sink, ending)
+            # what the cancel asked (the LangGraph face's `interrupt` strategy keeps the
+            # state, effects and all)
+            ask = Ask.of(current.error if current else None)
+            reason = ask.reason
+            if await self._owes(ask):
+                return await self._end_compensated(sink, ask.ending())
             await self.store.finish(
                 self.lease,
                 RunStatus.CANCELLED,
@@ -498,28 +484,38 @@ class Execution:
         await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
         return Outcome(None, "released")
 
-    async def _owes(self) -> bool:
-        return bool(owed(await self.store.list_effects(self.run.id)))
+    async def _owes(self, ask: Ask | None = None) -> bool:
+        """Whether the run has work to do before it may end as ``ask`` says (by default,
+        as it failed): the store's definition, the one the reaper and a release use."""
+        effects = await self.store.list_effects(self.run.id)
+        return owes(Facts.of(self.run, effects), ask or Ask())
 
     async def _end_compensated(self, sink: EventSink, ending: dict[str, Any]) -> Outcome:
-        """Record how the run ends, undo its effects, end it so (or park it on a
-        compensation that needs a person)."""
-        await self.store.set_ending(self.lease, ending)
+        """Record how the run ends, undo its effects, put its thread back if a rollback
+        was asked, end it so (or park it on a compensation that needs a person)."""
+        ending = await self.store.set_ending(self.lease, ending)
         # a compensation defined beside a graph loaded by path is importable once the
         # graph's module is (the servers load every graph at start; this is for the rest)
         with contextlib.suppress(Exception):
             self.registry.get(self.run.graph)
-        compensator = Compensator(
-            self.store,
-            self.run.id,
-            sink,
-            attempts=self.settings.compensation_attempts,
-            backoff=self.settings.compensation_backoff,
-            timeout=self.settings.compensation_timeout,
-        )
-        done = await compensator.run()
-        if isinstance(done, WaitSpec):
-            return await self._park(Parked([done]))
+        if compensates(ending):
+            done = await Compensator(
+                self.store,
+                self.run.id,
+                sink,
+                attempts=self.settings.compensation_attempts,
+                backoff=self.settings.compensation_backoff,
+                timeout=self.settings.compensation_timeout,
+            ).run()
+            if isinstance(done, WaitSpec):
+                return await self._park(Parked([done]))
+        else:  # a person gave the rest up: what was undone before that
+            done = compensated(await self.store.list_effects(self.run.id))
+        if rolls_back(ending):
+            # through the run's own checkpointer: fenced by its lease on Postgres
+            saver = self.store.checkpointer(self.lease)
+            graph = self.registry.for_run(self.run.graph, saver)
+            await undo_run(graph, saver, self.run.thread_id, self.run.id)
         status = RunStatus(ending["status"])
         error = {**(ending.get("error") or {}), "compensated": done}
         await sink.flush()

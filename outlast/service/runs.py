@@ -24,10 +24,9 @@ from typing import Any
 from outlast.config import Settings
 from outlast.errors import NothingToResume, RunActive, RunNotFound, WaitNotOpen
 from outlast.graph.registry import GraphRegistry
-from outlast.runtime import eager
+from outlast.runtime import eager, faults
 from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.worker import Worker
-from outlast.service import rollback
 from outlast.service.admission import admit, check_size, completed
 from outlast.service.answers import prepared
 from outlast.service.placement import LangGraphRun, OnThread, Placement
@@ -222,13 +221,15 @@ class RunService:
 
     async def cancel(self, run: Run, reason: str, *, rollback_too: bool = False) -> Run:
         """Cancel ``run`` (a finished run is returned as it is). ``rollback_too``: the run
-        is also undone: gone for LangGraph's clients, its thread back where it was."""
-        if not run.terminal:
-            run = await self.store.request_cancel(run.id, reason) or run
-        if rollback_too:
-            await self.store.lg_delete_runs_of(run.id)
-            await rollback.undo(self, run.id)
-        return run
+        is also undone: gone for LangGraph's clients at once, its thread put back where it
+        was by the worker that ends it (asked in the cancel's transaction, so it is owed
+        whatever happens to this process; ``Store.request_cancel``). A finished run is
+        only hidden (ARCHITECTURE.md, "Rollback undoes by going forward")."""
+        if run.terminal and not rollback_too:
+            return run
+        cancelled = await self.store.request_cancel(run.id, reason, rollback=rollback_too)
+        faults.fault_point(faults.AFTER_CANCEL)
+        return cancelled or run
 
     async def forget(self, run: Run, *, still_its_stretch: bool = True) -> None:
         """Remove ``run`` from the LangGraph face (its runs 404 there from now on). An

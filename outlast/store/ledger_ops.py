@@ -6,7 +6,7 @@ from typing import Any
 
 from outlast.store.common import TxProvider
 from outlast.store.contract.effects import EffectStore
-from outlast.store.records import Effect, Lease
+from outlast.store.records import Effect
 
 
 class LedgerOps(TxProvider, EffectStore):
@@ -59,6 +59,3 @@ class LedgerOps(TxProvider, EffectStore):
     async def list_effects(self, run_id: str) -> list[Effect]:
         async with self._reading() as tx:
             return [tx.effect(r) for r in await tx.rows("e_list", run_id=run_id)]
-
-    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
-        await self._fenced_set("set_ending", lease, ending=ending)

@@ -35,14 +35,13 @@ from outlast.store.base import (
     HeldRun,
     Lease,
     NewRun,
-    Reaped,
     Run,
     Store,
     Wait,
     same_request,
 )
 from outlast.store.common import SharedRunOps, Tx
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, Hub
+from outlast.store.hub import EVENTS, QUEUE, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
@@ -56,6 +55,7 @@ from outlast.store.rows import (
 )
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
+from outlast.store.transition_ops import TransitionOps
 from outlast.vocabulary import EventType, RunStatus
 
 
@@ -74,6 +74,25 @@ def _started(run: Run) -> dict[str, Any]:
 
 def _run(row: Any) -> Run:
     return run_from_row(row, _load, _when)
+
+
+async def _claim(
+    tx: Tx, worker_id: str, ttl: float, limit: int, run_id: str | None = None
+) -> list[Run]:
+    """The claim statement (``run_id``: that run only, eager start) and the
+    ``run.started`` event of each run it took, which the Postgres statement writes
+    itself."""
+    rows = await tx.rows("claim", id=run_id, worker_id=worker_id, ttl=ttl, limit=limit)
+    runs = sorted((_run(r) for r in rows), key=lambda r: r.pos)
+    for run in runs:
+        await tx.rows(
+            "insert_event",
+            run_id=run.id,
+            seq=run.last_seq,
+            type=EventType.RUN_STARTED,
+            data=dumps(_started(run)),
+        )
+    return runs
 
 
 async def _connect(
@@ -98,7 +117,14 @@ async def _connect(
 
 
 class SqliteStore(
-    SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, LedgerOps, Store
+    SharedRunOps,
+    TransitionOps,
+    AssistantOps,
+    LangGraphOps,
+    OutboxOps,
+    SecretsOps,
+    LedgerOps,
+    Store,
 ):
     backend = "sqlite"
 
@@ -253,19 +279,9 @@ class SqliteStore(
             )
             if new.claim_for is not None:  # eager start: the write transaction is the lock
                 claim = new.claim_for
-                claimed = await tx.rows(
-                    "claim_one", id=new.id, worker_id=claim.worker_id, ttl=claim.ttl
-                )
+                claimed = await _claim(tx, claim.worker_id, claim.ttl, 1, new.id)
                 if claimed:
-                    run = _run(claimed[0])
-                    await tx.rows(
-                        "insert_event",
-                        run_id=run.id,
-                        seq=run.last_seq,
-                        type=EventType.RUN_STARTED,
-                        data=dumps(_started(run)),
-                    )
-                    return run, True
+                    return claimed[0], True
             await tx.notify(QUEUE, new.id)
             return _run(rows[0]), True
         found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
@@ -300,15 +316,10 @@ class SqliteStore(
     # -- the worker side ---------------------------------------------------------------
 
     async def claim(self, worker_id: str, ttl: float, limit: int) -> list[Run]:
-        async with self._tx() as conn:
-            async with conn.execute(
-                self._q["claim"], {"worker_id": worker_id, "ttl": ttl, "limit": limit}
-            ) as cur:
-                runs = sorted((_run(r) for r in await cur.fetchall()), key=lambda r: r.pos)
+        async with self._writing() as tx:
+            runs = await _claim(tx, worker_id, ttl, limit)
             for run in runs:
-                await self._event(conn, run.id, run.last_seq, EventType.RUN_STARTED, _started(run))
-        for run in runs:
-            self.hub.publish(EVENTS, run.id)
+                await tx.notify(EVENTS, run.id)
         return runs
 
     async def renew(
@@ -350,39 +361,6 @@ class SqliteStore(
         self.hub.publish(EVENTS, lease.run_id)
         return last
 
-    async def _end(
-        self,
-        lease: Lease,
-        name: str,
-        params: dict[str, Any],
-        event: EventDraft | None,
-        reason: str = "",
-    ) -> int:
-        async with self._tx() as conn:
-            async with conn.execute(self._q[name], {**self._lease_params(lease), **params}) as cur:
-                row = await cur.fetchone()
-            if row is None:
-                raise LeaseLost.of(lease.run_id, lease.epoch)
-            # a finish makes a run claimable only if one is queued behind it on the thread
-            # (queries.sql); a release requeues this one
-            claimable = name != "finish" or bool(row["successor"])
-            seq: int = row["last_seq"]
-            if event is None:  # release: the event depends on the status it ended in
-                cancelled = row["status"] == RunStatus.CANCELLED
-                event = EventDraft(
-                    EventType.RUN_CANCELLED if cancelled else EventType.RUN_RELEASED,
-                    {"status": row["status"], "reason": reason},
-                )
-            await self._event(conn, lease.run_id, seq, event.type, event.data)
-            if name == "finish":
-                async with conn.execute(self._q["w_settle"], {"run_id": lease.run_id}) as cur:
-                    await cur.fetchall()
-        self.hub.publish(EVENTS, lease.run_id)
-        self.hub.publish(STATUS, lease.run_id)
-        if claimable:
-            self.hub.publish(QUEUE, lease.run_id)
-        return seq
-
     async def finish(
         self,
         lease: Lease,
@@ -392,75 +370,27 @@ class SqliteStore(
         result: Any = None,
         error: dict[str, Any] | None = None,
     ) -> int:
-        seq = await self._end(
-            lease,
-            "finish",
-            {
-                "status": status.value,
-                "result": dumps_or_none(result),
-                "error": dumps_or_none(error),
-            },
-            event,
-        )
-        return seq
-
-    async def release(self, lease: Lease, reason: str) -> int:
-        return await self._end(lease, "release", {}, None, reason)
-
-    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
+        params = {
+            **self._lease_params(lease),
+            "status": status.value,
+            "result": dumps_or_none(result),
+            "error": dumps_or_none(error),
+        }
         async with self._tx() as conn:
-            async with conn.execute(self._q["cancel"], {"run_id": run_id, "reason": reason}) as cur:
+            async with conn.execute(self._q["finish"], params) as cur:
                 row = await cur.fetchone()
-            if row is not None:
-                run = _run(row)
-                kind = (
-                    EventType.RUN_CANCELLED
-                    if run.status == RunStatus.CANCELLED
-                    else EventType.RUN_CANCELLING
-                )
-                await self._event(
-                    conn, run_id, run.last_seq, kind, {"status": run.status.value, "reason": reason}
-                )
-                if run.status == RunStatus.CANCELLED or run.worker_id is None:
-                    # (no worker: cancelled, or cancelling to compensate; it waits no more)
-                    await conn.execute(self._q["w_withdraw"], {"run_id": run_id})
-        if row is None:
-            return await self.get_run(run_id)
-        self.hub.publish(EVENTS, run_id)
-        self.hub.publish(CONTROL, run_id)
-        self.hub.publish(QUEUE, run_id)
-        self.hub.publish(STATUS, run_id)
-        return run
-
-    async def reap(self, limit: int = 100) -> list[Reaped]:
-        reaped: list[Reaped] = []
-        async with self._tx() as conn:
-            async with conn.execute(self._q["reap"], {"limit": limit}) as cur:
-                rows = await cur.fetchall()
-            for r in rows:
-                status = RunStatus(r["status"])
-                kind = {
-                    RunStatus.QUEUED: EventType.RUN_REQUEUED,
-                    RunStatus.CANCELLING: EventType.RUN_REQUEUED,  # to compensate
-                    RunStatus.FAILED: EventType.RUN_FAILED,
-                }.get(status, EventType.RUN_CANCELLED)
-                await self._event(
-                    conn,
-                    r["id"],
-                    r["last_seq"],
-                    kind,
-                    {
-                        "status": status.value,
-                        "reason": "worker lease expired",
-                        "attempts": r["attempts"],
-                    },
-                )
-                reaped.append(Reaped(r["id"], status, r["last_seq"]))
-        for item in reaped:
-            self.hub.publish(EVENTS, item.run_id)
-            self.hub.publish(QUEUE, item.run_id)
-            self.hub.publish(STATUS, item.run_id)
-        return reaped
+            if row is None:
+                raise LeaseLost.of(lease.run_id, lease.epoch)
+            seq: int = row["last_seq"]
+            await self._event(conn, lease.run_id, seq, event.type, event.data)
+            async with conn.execute(self._q["w_settle"], {"run_id": lease.run_id}) as cur:
+                await cur.fetchall()
+        self.hub.publish(EVENTS, lease.run_id)
+        self.hub.publish(STATUS, lease.run_id)
+        # the queue hears of it only if the thread has a run queued behind (queries.sql)
+        if row["successor"]:
+            self.hub.publish(QUEUE, lease.run_id)
+        return seq
 
 
 async def _rollback(conn: aiosqlite.Connection) -> None:

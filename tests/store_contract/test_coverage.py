@@ -35,6 +35,7 @@ from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps
 from outlast.store.secrets_ops import SecretsOps
+from outlast.store.transition_ops import TransitionOps
 
 HERE = Path(__file__).parent
 # The names the contract modules give a store under test.
@@ -57,10 +58,19 @@ MODULES: dict[type, str] = {
 ACROSS = {
     "test_eager_start.py",  # a run claimed as it is created, on each way a run is created
     "test_compensation.py",  # the runs' transitions of a run that owes compensations
+    "test_rollback.py",  # the runs' transitions of a run that owes a rollback
     "test_checkpointers.py",  # LangGraph's conformance suite on the savers stores hand out
     "test_coverage.py",
 }
-MIXINS = (SharedRunOps, AssistantOps, LangGraphOps, SecretsOps, LedgerOps, OutboxOps)
+MIXINS = (
+    SharedRunOps,
+    TransitionOps,
+    AssistantOps,
+    LangGraphOps,
+    SecretsOps,
+    LedgerOps,
+    OutboxOps,
+)
 
 
 def _public(cls: type) -> set[str]:

@@ -35,7 +35,7 @@ from outlast.runtime.accept import RunRequest
 from outlast.runtime.options import KEPT_MODES
 from outlast.service.admission import check_size
 from outlast.service.placement import LangGraphRun
-from outlast.store import Assistant, LgRun, RunStatus, Wait
+from outlast.store import Assistant, LgRun, Wait
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
@@ -87,8 +87,6 @@ async def start(
         if resumed is not None:
             return resumed
     options = _options(body, modes, streamed, now, configurable)
-    if thread_id is not None and body.multitask_strategy == "rollback":
-        options["rollback_of"] = await _rolled_back(ctx, thread_id)
     return await _accepted(
         ctx, body, key, draft, _request(body, assistant, config, configurable, options, thread_id)
     )
@@ -184,15 +182,6 @@ async def _accepted(
     if made.created:  # a new run is its own only stretch, and asks nothing yet
         return Found(made.lg, made.run, latest=True)
     return await found(ctx, made.lg, made.run)
-
-
-async def _rolled_back(ctx: AppContext, thread_id: str) -> str | None:
-    """The run a ``rollback`` replaces: the thread's run in flight, if any (the new run
-    starts from before it; runtime/execution.py finds the checkpoint once it has ended)."""
-    latest = await ctx.store.latest_run(thread_id)
-    if latest is None or latest.status not in (RunStatus.RUNNING, RunStatus.CANCELLING):
-        return None
-    return latest.id
 
 
 def _durability(body: RunCreate) -> str | None:

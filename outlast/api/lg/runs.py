@@ -287,6 +287,10 @@ async def cancel_run(
     ctx = ctx_of(request)
     f = await lg_run_or_404(ctx, thread_id, run_id)
     await _cancel(ctx, f, action)
+    if action == "rollback":
+        # answered once its run has ended, rolled back by its worker (as it always has
+        # been: its client reads the thread's state next)
+        await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)
     if not wait:
         return Response(status_code=202)
     await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)

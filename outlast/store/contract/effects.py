@@ -5,8 +5,8 @@ compensation (an undoing is an effect of its own, keyed ``undo:<key>``, naming i
 
 Not fenced and silent: a worker writes its own run's ledger and appends the ``effect.*``
 events itself; the ledger is what a successor reads after a crash. The one fenced write
-is ``set_ending``: the decision that a run owing compensations is ending, and how, which
-only the lease holder may take.
+is ``set_ending``: the decision that a run owing compensations (or a rollback) is ending,
+and how, which only the lease holder may take.
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ class EffectStore(Protocol):
         """The run's ledger in the order the effects started."""
 
     @abc.abstractmethod
-    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
+    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> dict[str, Any]:
         """Fenced (LeaseLost): the run will end as ``ending`` says (``{"status",
-        "error"}``) once its compensations are done. From then on a reaped or released
-        run goes back to a worker whatever its attempts, and the worker that claims it
-        compensates instead of running the graph."""
+        "error"}``, and ``rollback``, ``compensate``: ``store/transitions.py``) once its
+        compensations (and its rollback) are done; returns what was recorded, which the
+        holder does: a rollback the run's cancel asked is added to it. From then on a
+        reaped or released run goes back to a worker whatever its attempts, and the
+        worker that claims it does that work instead of running the graph."""

@@ -115,15 +115,28 @@ class RunStore(Notifying, Protocol):
         ``run.released`` event (``status``, ``reason``), the attempt not counted, because
         the run stopped at a step boundary by request, not by failure. A run that was
         ``cancelling`` becomes ``cancelled`` instead (``run.cancelled``): its cancel was
-        the last word. Fenced; bumps the epoch. Notifies EVENTS, QUEUE, STATUS."""
+        the last word; unless it owes work at its end (compensations, a rollback): then
+        it stays ``cancelling`` with no worker and its ending recorded. Fenced; bumps the
+        epoch. Notifies EVENTS, QUEUE, STATUS (``store/transitions.py:release``)."""
 
     @abc.abstractmethod
-    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
+    async def request_cancel(
+        self, run_id: str, reason: str, *, rollback: bool = False
+    ) -> Run | None:
         """Cancel a run: queued or waiting → ``cancelled`` at once (``run.cancelled``,
         its waits withdrawn); running → ``cancelling`` (``run.cancelling``; its worker
         sees it on renew or by CONTROL and ends it); both payloads ``status``,
-        ``reason``. Notifies EVENTS, CONTROL, QUEUE, STATUS. A terminal or cancelling
-        run is returned unchanged and nobody is notified; None if unknown."""
+        ``reason``. A queued or waiting run that owes work at its end (compensations,
+        a rollback) is ``cancelling`` with no worker and its ending recorded instead,
+        its waits withdrawn: the claim hands it to a worker. Notifies EVENTS, CONTROL,
+        QUEUE, STATUS. A terminal or cancelling run is returned unchanged and nobody is
+        notified; None if unknown (``store/transitions.py:cancel`` decides).
+
+        ``rollback``: the thread goes back to where it was before the run, done by the
+        worker that ends it (after the compensations, fenced by its lease), recorded in
+        the run's ``error`` (and ending) in this transaction; a run never claimed wrote
+        nothing and is cancelled at once. The run's LangGraph runs are hidden in the same
+        transaction, also when it has ended already (then nothing else changes)."""
 
     @abc.abstractmethod
     async def reap(self, limit: int = 100) -> list[Reaped]:
@@ -132,4 +145,7 @@ class RunStore(Notifying, Protocol):
         (``run.requeued``; the attempt counts at the next claim), ``failed`` after
         ``max_attempts`` (``run.failed``, error ``worker_lost``), or ``cancelled`` if it
         was cancelling (``run.cancelled``); payload ``status``, ``reason``, ``attempts``.
-        Notifies EVENTS, QUEUE, STATUS for each."""
+        A run that owes work at its end (compensations, a rollback) goes back to a worker
+        whatever its attempts, its ending recorded (``run.requeued``, ``queued`` or
+        ``cancelling`` with no worker). Notifies EVENTS, QUEUE, STATUS for each
+        (``store/transitions.py:reap``)."""
