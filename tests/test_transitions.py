@@ -1,5 +1,5 @@
 """The cold-path transitions (``outlast/store/transitions.py``) without a database: every
-branch of cancel, release, reap and set_ending, and the one definition of what a run
+branch of cancel, release, park, reap and set_ending, and the one definition of what a run
 owes. The store contract (tests/store_contract/) holds both backends to what is decided
 here; this holds the decisions themselves, case by case."""
 
@@ -21,6 +21,7 @@ from outlast.store.transitions import (
     compensates,
     owed,
     owes,
+    park,
     reap,
     release,
     rolls_back,
@@ -274,6 +275,59 @@ def test_a_rollback_owed_survives_a_release() -> None:
     change = release(facts(CING, ran=True, error=asked), "shutdown")
     assert (change.status, change.ending) == (CING, {**cancelled_ending("undo"), "rollback": True})
     assert change.attempts == -1 and change.error == asked
+
+
+# -- park ----------------------------------------------------------------------------------
+
+
+def _parked(change: Change, ending: dict[str, Any] | None, error: dict[str, Any] | None) -> None:
+    """What every park does: the run given back, its attempt with it, in a new epoch."""
+    assert (change.ending, change.error) == (ending, error)
+    assert change.attempts == -1 and change.new_epoch and not change.keep_worker
+
+
+def test_a_parked_run_waits_unless_an_answer_is_there() -> None:
+    for ending in (None, FAILED_ENDING):  # ending: parked on a compensation's question
+        for status in (R, CING) if ending else (R,):
+            waiting = park(facts(status, ending=ending), answered=False, waits=2, kinds=["b", "a"])
+            _parked(waiting, ending, None)
+            assert waiting.status == W and not waiting.withdraw_waits
+            assert waiting.notify == (EVENTS, STATUS)  # nothing became claimable
+            data = {"status": "waiting", "waits": 2, "kinds": ["a", "b"]}
+            assert event(waiting) == (EventType.RUN_WAITING, data)
+            queued = park(facts(status, ending=ending), answered=True, waits=1, kinds=["a"])
+            _parked(queued, ending, None)
+            assert queued.status == Q and queued.notify == ENDS
+            data = {"status": "queued", "reason": "answered before it waited"}
+            assert event(queued) == (EventType.RUN_QUEUED, data)
+
+
+def test_a_run_cancelled_before_it_parked_is_cancelled() -> None:
+    for owing, ask in ((False, Ask("user")), (True, Ask("user", compensate=False))):
+        change = park(
+            facts(CING, error=ask.error(), effects_owed=owing), answered=True, waits=1, kinds=["a"]
+        )
+        _parked(change, None, ask.error())  # the cancel's error kept
+        assert change.status == CED and change.withdraw_waits and change.notify == ENDS
+        data = {"status": "cancelled", "reason": "cancelled while running"}
+        assert event(change) == (EventType.RUN_CANCELLED, data)
+
+
+def test_a_run_cancelled_before_it_parked_owing_work_waits_for_a_worker() -> None:
+    for asked, owing, ran, ending in (
+        (Ask("user"), True, False, cancelled_ending("user")),
+        (Ask("undo", rollback=True), False, True, {**cancelled_ending("undo"), "rollback": True}),
+    ):
+        change = park(
+            facts(CING, error=asked.error(), effects_owed=owing, ran=ran),
+            answered=False,
+            waits=1,
+            kinds=["a"],
+        )
+        _parked(change, ending, asked.error())
+        assert change.status == CING and change.withdraw_waits and change.notify == ENDS
+        data = {"status": "cancelling", "reason": "cancelled while running"}
+        assert event(change) == (EventType.RUN_RELEASED, data)
 
 
 # -- reap ----------------------------------------------------------------------------------

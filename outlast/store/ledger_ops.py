@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from outlast.store.common import TxProvider
 from outlast.store.contract.effects import EffectStore
 from outlast.store.records import Effect
+from outlast.store.tx import TxProvider
 
 
 class LedgerOps(TxProvider, EffectStore):

@@ -7,7 +7,7 @@ What must hold on both backends, and is therefore here and not in SQL:
   queue behind, supersede an interrupted one) is one transaction under the thread's
   lock: two clients starting runs on one thread cannot both see it idle.
 - A resume answers waits through the same conditional update as ``POST /v1/…/input``
-  (``common._answer``): of two concurrent resumes of one interrupt exactly one lands, and
+  (``wait_ops.answer_in``): of two concurrent resumes of one interrupt exactly one lands, and
   a resume whose answers do not all land changes nothing.
 """
 
@@ -29,10 +29,11 @@ from outlast.store.base import (
     same_request,
     system_assistant_id,
 )
-from outlast.store.common import Tx, TxProvider, _answer, append_events
 from outlast.store.hub import CONTROL
 from outlast.store.transition_ops import cancel_in
 from outlast.store.transitions import Ask
+from outlast.store.tx import Tx, TxProvider, append_events
+from outlast.store.wait_ops import answer_in
 from outlast.vocabulary import RunStatus
 
 BUSY = (
@@ -225,7 +226,7 @@ class LangGraphOps(TxProvider):
             drafts: list[EventDraft] = []
             for wait_id, value in answers.items():
                 wait = tx.wait((await tx.rows("w_get", id=wait_id))[0])
-                _, more = await _answer(tx, wait, value, "resume")
+                _, more = await answer_in(tx, wait, value, "resume")
                 drafts.extend(more)
             if drafts:
                 await append_events(tx, run_id, drafts)

@@ -11,7 +11,6 @@ from typing import Any
 
 from outlast.errors import IdempotencyKeyReused
 from outlast.store.assistants import _when
-from outlast.store.common import Tx, TxProvider
 from outlast.store.contract.outbox import OutboxStore
 from outlast.store.outbox import (
     Attempt,
@@ -24,6 +23,7 @@ from outlast.store.outbox import (
     Webhook,
 )
 from outlast.store.records import NewRun
+from outlast.store.tx import Tx, TxProvider
 from outlast.vocabulary import DeliveryStatus
 
 

@@ -33,11 +33,12 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
-from outlast.store.common import SharedRunOps, Tx
+from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
+from outlast.store.park_ops import ParkOps
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -49,9 +50,12 @@ from outlast.store.rows import (
     run_from_row,
     wait_from_row,
 )
+from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
 from outlast.store.transition_ops import TransitionOps
+from outlast.store.tx import Tx
+from outlast.store.wait_ops import WaitOps
 from outlast.vocabulary import RunStatus
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
@@ -59,7 +63,12 @@ _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
 class PostgresStore(
-    SharedRunOps,
+    RunReadOps,
+    EventOps,
+    WaitOps,
+    ParkOps,
+    ThreadOps,
+    ActivityOps,
     TransitionOps,
     AssistantOps,
     LangGraphOps,
@@ -338,7 +347,7 @@ class PostgresStore(
 
 
 class _PgTx:
-    """A pool connection for the shared code (common.py), in a transaction when it
+    """A pool connection for the code written once (tx.py), in a transaction when it
     writes; a NOTIFY inside a transaction is delivered at its commit."""
 
     def __init__(self, conn: Conn, q: dict[str, str]) -> None:

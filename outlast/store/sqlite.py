@@ -40,11 +40,12 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
-from outlast.store.common import SharedRunOps, Tx
+from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, QUEUE, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
+from outlast.store.park_ops import ParkOps
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
@@ -53,9 +54,12 @@ from outlast.store.rows import (
     run_from_row,
     wait_from_row,
 )
+from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
 from outlast.store.transition_ops import TransitionOps
+from outlast.store.tx import Tx
+from outlast.store.wait_ops import WaitOps
 from outlast.vocabulary import EventType, RunStatus
 
 
@@ -117,7 +121,12 @@ async def _connect(
 
 
 class SqliteStore(
-    SharedRunOps,
+    RunReadOps,
+    EventOps,
+    WaitOps,
+    ParkOps,
+    ThreadOps,
+    ActivityOps,
     TransitionOps,
     AssistantOps,
     LangGraphOps,
@@ -421,7 +430,7 @@ def _split(script: str) -> list[str]:
 
 
 class _SqliteTx:
-    """A transaction of the shared code (common.py): ``BEGIN IMMEDIATE`` on the writing
+    """A transaction of the code written once (tx.py): ``BEGIN IMMEDIATE`` on the writing
     connection, or a deferred read transaction on the read-only one. Notifications are
     kept here and published once the transaction has committed."""
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from outlast.errors import LeaseLost
 from outlast.store import transitions
-from outlast.store.common import Tx, TxProvider
 from outlast.store.records import Lease, Reaped, Run
 from outlast.store.transitions import Ask, Change, Facts
+from outlast.store.tx import Tx, TxProvider
 
 
 async def facts_of(tx: Tx, run: Run) -> Facts:
@@ -66,7 +66,7 @@ async def cancel_in(tx: Tx, run_id: str, ask: Ask) -> tuple[Run | None, bool]:
     return await apply(tx, run, change), True
 
 
-async def _leased(tx: Tx, lease: Lease) -> Run:
+async def leased(tx: Tx, lease: Lease) -> Run:
     """The run locked under ``lease``; LeaseLost if the lease is no longer held."""
     rows = await tx.rows(
         "run_lock_leased", run_id=lease.run_id, worker_id=lease.worker_id, epoch=lease.epoch
@@ -91,7 +91,7 @@ class TransitionOps(TxProvider):
 
     async def release(self, lease: Lease, reason: str) -> int:
         async with self._writing() as tx:
-            run = await _leased(tx, lease)
+            run = await leased(tx, lease)
             change = transitions.release(await facts_of(tx, run), reason)
             return (await apply(tx, run, change)).last_seq
 
@@ -106,7 +106,7 @@ class TransitionOps(TxProvider):
 
     async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> dict[str, Any]:
         async with self._writing() as tx:
-            run = await _leased(tx, lease)
+            run = await leased(tx, lease)
             recorded = transitions.set_ending(await facts_of(tx, run), ending)
             await tx.rows("run_set_ending", run_id=run.id, ending=tx.encode_json(recorded))
             return recorded

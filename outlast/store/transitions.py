@@ -1,6 +1,7 @@
 """The cold-path transitions of a run, each decided once, here, for both backends.
 
-A cancel, a release (a drain, a budget or supervisor release), a reap, the recording of
+A cancel, a release (a drain, a budget or supervisor release), a park at interrupts, a
+reap, the recording of
 how a run owing compensations ends (``set_ending``) and the LangGraph face's cancels are
 each a function of the run row as it is once locked, and of what the caller asked. The
 function says what changes: the new status, ending and error, whether the worker keeps
@@ -29,6 +30,8 @@ CANCEL_NOTES = (EVENTS, CONTROL, QUEUE, STATUS)
 END_NOTES = (EVENTS, QUEUE, STATUS)
 
 LOST_REASON = "worker lease expired"
+# Why a run parked while its cancel was pending is not waiting.
+PARKED_CANCELLING = "cancelled while running"
 # The error type of a run that new input replaced while it asked a client something.
 SUPERSEDED = "superseded"
 
@@ -269,6 +272,46 @@ def release(facts: Facts, reason: str) -> Change:
         _event(status, EventType.RUN_RELEASED, reason=reason),
         attempts=-1,
         new_epoch=True,
+    )
+
+
+def park(facts: Facts, *, answered: bool, waits: int, kinds: Sequence[str]) -> Change:
+    """The holder gives its run back at interrupts, their ``waits`` recorded (``park``):
+    the facts are of the row as locked under the holder's lease, so a cancel committed
+    after the graph stopped and before the park is seen. The attempt is given back
+    (stopping to wait is not a failure); the epoch moves on.
+
+    A cancelling run whose ending is not recorded: the cancel is the last word, its waits
+    are withdrawn; ``cancelled``, unless it owes work (compensations, a rollback) that only
+    a worker can do: then ``cancelling`` with no worker and its ending recorded, as a
+    release leaves it, for the claim to hand on. Otherwise (running, or cancelling with
+    its ending recorded: parked on a compensation a person settles): ``queued`` at once
+    when an answer is already there (it came while the run ran, or a signal came first),
+    else ``waiting``, which makes nothing claimable (no QUEUE)."""
+    if facts.status == RunStatus.CANCELLING and facts.ending is None:
+        ask = Ask.of(facts.error)
+        owing = owes(facts, ask)
+        status = RunStatus.CANCELLING if owing else RunStatus.CANCELLED
+        kind = EventType.RUN_RELEASED if owing else EventType.RUN_CANCELLED
+        return Change(
+            status,
+            ask.ending() if owing else None,
+            facts.error,
+            _event(status, kind, reason=PARKED_CANCELLING),
+            attempts=-1,
+            new_epoch=True,
+            withdraw_waits=True,
+        )
+    notes: tuple[str, ...] = END_NOTES
+    if answered:
+        status = RunStatus.QUEUED
+        event = _event(status, EventType.RUN_QUEUED, reason="answered before it waited")
+    else:
+        status = RunStatus.WAITING
+        event = _event(status, EventType.RUN_WAITING, waits=waits, kinds=sorted(set(kinds)))
+        notes = (EVENTS, STATUS)  # nothing became claimable
+    return Change(
+        status, facts.ending, facts.error, event, attempts=-1, new_epoch=True, notify=notes
     )
 
 

@@ -151,3 +151,22 @@ async def test_a_cancelling_run_owing_compensations_released_stays_cancelling(
     assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
     last = (await store.read_events(run.id, 0, 1000))[-1]
     assert (last.type, last.data["status"]) == (EventType.RUN_RELEASED, "cancelling")
+
+
+async def test_a_run_cancelled_owing_compensations_as_it_parks_waits_for_a_worker(
+    store: Store,
+) -> None:
+    run, lease = await claimed(store)
+    await _booked(store, run.id)
+    # its graph stopped at an interrupt; the cancel commits before the park does
+    await store.request_cancel(run.id, "user")
+    spec = WaitSpec(interrupt_id="i1", kind="human")
+    assert await store.park(lease, [spec], 0) == RunStatus.CANCELLING
+    after = await store.get_run(run.id)
+    assert after is not None and after.status == RunStatus.CANCELLING
+    assert after.worker_id is None and after.attempts == 0
+    assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
+    assert [w.status for w in await store.list_waits(run.id)] == ["withdrawn"]
+    (again,) = await store.claim("w2", 30, 1)
+    assert again.id == run.id and again.status == RunStatus.CANCELLING
+    assert again.ending == after.ending

@@ -15,7 +15,6 @@ import pytest
 
 from outlast.store import Store
 from outlast.store.assistants import AssistantOps
-from outlast.store.common import SharedRunOps
 from outlast.store.contract import (
     CAPABILITIES,
     ActivityStore,
@@ -31,11 +30,15 @@ from outlast.store.contract import (
     ThreadStore,
     WaitStore,
 )
+from outlast.store.event_ops import EventOps
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps
+from outlast.store.park_ops import ParkOps
+from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.transition_ops import TransitionOps
+from outlast.store.wait_ops import WaitOps
 
 HERE = Path(__file__).parent
 # The names the contract modules give a store under test.
@@ -63,7 +66,12 @@ ACROSS = {
     "test_coverage.py",
 }
 MIXINS = (
-    SharedRunOps,
+    RunReadOps,
+    EventOps,
+    WaitOps,
+    ParkOps,
+    ThreadOps,
+    ActivityOps,
     TransitionOps,
     AssistantOps,
     LangGraphOps,

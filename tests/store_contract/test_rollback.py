@@ -129,3 +129,27 @@ async def test_the_rollback_strategy_asks_a_rollback_of_the_run_it_replaces(
     assert await store.claim("w2", 30, 1) == []
     assert await status_of(store, behind.id) == RunStatus.QUEUED
     assert running.id == first.id
+
+
+async def test_a_run_cancelled_with_a_rollback_as_it_parks_waits_for_a_worker(
+    store: Store, notes: Notes
+) -> None:
+    run, lease = await _claimed_lg(store)
+    # its graph stopped at an interrupt; the cancel commits before the park does
+    await store.request_cancel(run.id, "undo", rollback=True)
+    asked = await store.get_run(run.id)
+    assert asked is not None
+    await notes.take()
+    assert await store.park(lease, [WaitSpec("i", WaitKind.HUMAN)], 0) == RunStatus.CANCELLING
+    after = await store.get_run(run.id)
+    assert after is not None and after.status == RunStatus.CANCELLING
+    assert after.worker_id is None and after.ending == OWED and after.error == ASKED
+    assert after.attempts == 0  # the attempt given back, as a park gives it
+    assert [w.status for w in await store.list_waits(run.id)] == [WaitStatus.WITHDRAWN]
+    started, released = await events_after(store, run.id, asked.last_seq)
+    assert started.type == EventType.WAIT_STARTED
+    assert (released.type, released.data["status"]) == (EventType.RUN_RELEASED, "cancelling")
+    assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
+    (again,) = await store.claim("w2", 30, 1)
+    assert again.id == run.id and again.status == RunStatus.CANCELLING
+    assert again.ending == OWED

@@ -1,7 +1,7 @@
 """What a run does now (activity), what it consumed (usage), what the supervisor
 remembers of it, and the budget it may spend: fenced writes of the lease holder that
 append nothing and wake nobody (the worker appends the events). Written once for both
-backends in ``store/common.py``."""
+backends in ``store/run_ops.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The event log: fenced appends with the run's next seqs, reads, and retention (written
-once in ``store/common.py``, but ``append``: one statement on Postgres, a ``BEGIN
+once in ``store/event_ops.py``, but ``append``: one statement on Postgres, a ``BEGIN
 IMMEDIATE`` block on SQLite)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 run's life (claim, renew, finish, release, reap) with the cancel that may interrupt it.
 What the backends do their own way (claim, finish, one statement on Postgres and a
 ``BEGIN IMMEDIATE`` block on SQLite) is in ``postgres.py`` / ``sqlite.py``; the reads are
-written once in ``store/common.py``."""
+written once in ``store/run_ops.py``, the cold-path transitions in ``transition_ops.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Runs on a thread (``/v1/threads``): a thread is one checkpoint lineage, so one of its
-runs is active at a time. Written once for both backends in ``store/common.py``; the
+runs is active at a time. Written once for both backends in ``store/run_ops.py``; the
 LangGraph face's threads are ``lg.py``'s."""
 
 from __future__ import annotations

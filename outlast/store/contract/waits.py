@@ -1,6 +1,7 @@
 """Waits and signals: a run parked at its interrupts, the answers and signals that requeue
 it, and the wakers that end the waits that come due by themselves (timers, deadlines,
-probes). Written once for both backends in ``store/common.py``."""
+probes). Written once for both backends in ``store/wait_ops.py`` (``park``:
+``store/park_ops.py``)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,17 @@ class WaitStore(Notifying, Protocol):
         the attempt is given back, the epoch bumped). Returns the status it ended in:
         ``waiting`` (``run.waiting``: ``status``, ``waits``, ``kinds``), ``queued`` at
         once when an answer is already there (``run.queued``; an event wait whose key was
-        signalled within ``lookback`` seconds is answered here), or ``cancelled`` when
-        the run was cancelling. ``events`` (the stream parts that show the interrupts)
-        are appended in the same transaction, before each new wait's ``wait.started``
-        (``wait``: ``Wait.public()``): a client that sees an interrupt can answer it at
-        once, because its wait exists by then. A wait still pending from before (same
-        interrupt id) is kept, not duplicated; answers the graph consumed become
-        ``resumed``. Notifies EVENTS, STATUS; QUEUE unless waiting; WAITS when a spec has
-        a wake time (wakers re-plan their nap)."""
+        signalled within ``lookback`` seconds is answered here), or, when the run was
+        cancelling (its ending not recorded), ``cancelled`` (``run.cancelled``, its waits
+        withdrawn), unless it owes work at its end (compensations, a rollback): then
+        ``cancelling`` with no worker and its ending recorded (``run.released``), for the
+        claim to hand on (``store/transitions.py:park``). ``events`` (the stream parts
+        that show the interrupts) are appended in the same transaction, before each new
+        wait's ``wait.started`` (``wait``: ``Wait.public()``): a client that sees an
+        interrupt can answer it at once, because its wait exists by then. A wait still
+        pending from before (same interrupt id) is kept, not duplicated; answers the
+        graph consumed become ``resumed``. Notifies EVENTS, STATUS; QUEUE unless waiting;
+        WAITS when a spec has a wake time (wakers re-plan their nap)."""
 
     @abc.abstractmethod
     async def answer(

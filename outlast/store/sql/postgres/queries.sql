@@ -243,8 +243,9 @@ UPDATE outlast_runs SET ending = %(ending)s::jsonb, updated_at = clock_timestamp
 WHERE id = %(run_id)s;
 
 -- ---------------------------------------------------------------------------------------
--- Waits, signals, threads, retention. Sent by store/common.py (SharedRunOps) through a Tx; every
--- JSON parameter arrives as text.
+-- Run reads, the event log, waits, signals, parking, threads, retention. Sent through a Tx by
+-- the ops written once for both backends (store/run_ops.py, event_ops.py, wait_ops.py,
+-- park_ops.py); every JSON parameter arrives as text.
 
 -- name: insert_event
 -- One event at a seq the caller took.
@@ -288,20 +289,6 @@ WHERE run_id = %(run_id)s AND status = 'answered'
 -- name: w_count_answered
 -- How many of a run's waits are answered (not yet consumed).
 SELECT count(*) AS n FROM outlast_waits WHERE run_id = %(run_id)s AND status = 'answered';
-
--- name: w_park_run
--- Park a run on its waits (fenced): the lease dropped, the attempt given back.
-UPDATE outlast_runs
--- Parking is not a failed attempt: like a release, it gives the attempt back.
-SET attempts = attempts - 1,
-    -- (a cancelling run with its ending decided parks on a compensation's reconciliation)
-    status = CASE WHEN status = 'cancelling' AND ending IS NULL THEN 'cancelled'
-                  ELSE %(status)s END,
-    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-    updated_at = clock_timestamp()
-WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
-  AND status IN ('running', 'cancelling')
-RETURNING status;
 
 -- name: w_get
 -- One wait by id, locked (Postgres) for an answer.

@@ -154,7 +154,8 @@ UPDATE outlast_runs SET ending = :ending, updated_at = (julianday('now') - 24405
 WHERE id = :run_id;
 
 -- ---------------------------------------------------------------------------------------
--- Waits, signals, threads, retention (see the Postgres file; same names, same meaning).
+-- Run reads, the event log, waits, signals, parking, threads, retention (see the Postgres
+-- file; same names, same meaning).
 
 -- name: bump_any
 -- Take the next `n` seqs of a run, unfenced (the caller decided it may write).
@@ -188,20 +189,6 @@ WHERE run_id = :run_id AND status = 'answered'
 -- name: w_count_answered
 -- How many of a run's waits are answered (not yet consumed).
 SELECT count(*) AS n FROM outlast_waits WHERE run_id = :run_id AND status = 'answered';
-
--- name: w_park_run
--- Park a run on its waits (fenced): the lease dropped, the attempt given back.
-UPDATE outlast_runs
--- Parking is not a failed attempt: like a release, it gives the attempt back.
-SET attempts = attempts - 1,
-    -- (a cancelling run with its ending decided parks on a compensation's reconciliation)
-    status = CASE WHEN status = 'cancelling' AND ending IS NULL THEN 'cancelled'
-                  ELSE :status END,
-    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-    updated_at = (julianday('now') - 2440587.5) * 86400.0
-WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
-  AND status IN ('running', 'cancelling')
-RETURNING status;
 
 -- name: w_get
 -- One wait by id, locked (Postgres) for an answer.
