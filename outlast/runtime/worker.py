@@ -39,9 +39,9 @@ from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults, metrics
 from outlast.runtime.deliverer import Deliverer, DelivererStore
-from outlast.runtime.execution import Execution, ExecutionStore
+from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
-from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
+from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, ExecutionStore, Outcome
 from outlast.runtime.waker import Waker
 from outlast.store import TERMINAL, Claimant, LangGraphStore, Run, RunStatus
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
