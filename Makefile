@@ -2,8 +2,9 @@
 #   make run   - the demo (a narrated run of the reference agent), then the server keeps
 #                serving on the embedded SQLite default (./.outlast/demo/) until Ctrl-C;
 #                installs the package only, not the dev extra
-#   make test  - lint, types and the whole test suite (Postgres tests need a local server;
-#                OUTLAST_REQUIRE_POSTGRES=1 makes them fail instead of skip)
+#   make test  - lint, types, the documentation site's build and the whole test suite
+#                (Postgres tests need a local server; OUTLAST_REQUIRE_POSTGRES=1 makes them
+#                fail instead of skip)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -45,10 +46,13 @@ test: $(DEV_STAMP) lint
 	$(BIN)/pytest -q -n 3 -m "not serial"
 	$(BIN)/pytest -q -m serial
 
+# The site's build is a check too: --strict fails on a broken link or anchor, a page missing
+# from the nav, and (docs/hooks/reference.py) a setting or event type without a description.
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check outlast tests bench examples
-	$(BIN)/ruff format --check outlast tests bench examples
+	$(BIN)/ruff check outlast tests bench examples docs/hooks
+	$(BIN)/ruff format --check outlast tests bench examples docs/hooks
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The benchmark suite (about 10 minutes; bench/README.md): results in bench/results/suite.*
 bench: $(DEV_STAMP)
@@ -56,4 +60,4 @@ bench: $(DEV_STAMP)
 	$(BIN)/python bench/supervisor_eval.py
 
 clean:
-	rm -rf $(VENV) .outlast .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .outlast .pytest_cache .mypy_cache .ruff_cache site

@@ -19,7 +19,7 @@ a ratio is the median of the per-repetition ratios. The aim: the LangGraph face 
 most 10 % more than the native one (latency and CPU ≤ 1.10×, rate ≥ 1/1.1 = 0.91×).
 
 ``langgraph dev`` takes about a second per run whatever the graph (its in-memory queue
-polls every 0.5 s when idle, see README.md), so it gets ``--dev-samples`` latency samples,
+polls every 0.5 s when idle, see bench/README.md), so it gets ``--dev-samples`` latency samples,
 fewer than outlast's faces, spread over the same blocks.
 """
 

@@ -68,11 +68,6 @@ def _describe(settings: Settings) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-    from uvicorn.config import LOGGING_CONFIG
-
-    from outlast.api.app import create_app
-
     settings = _settings(args, "host", "port", "worker_concurrency", "insecure_no_auth", "workers")
     from outlast.api.auth import KeyRing
 
@@ -97,11 +92,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return processes.supervise(sys.argv[1:], count, sock)
     processes.die_with_parent()
+    base = f"http://{settings.host}:{settings.port}"
+    if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
+        _banner(settings, keys, loopback, base, args.no_worker)
+    return _serve_one(args, settings, inherited)
+
+
+def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
+    """This process serves (with its embedded worker unless ``--no-worker``); 1 when the
+    worker stopped by itself, so that a process supervisor replaces the process."""
+    import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    from outlast.api.app import create_app
+
     failed: list[BaseException] = []
     server: list[uvicorn.Server] = []
 
     def worker_failed(exc: BaseException) -> None:
-        # exit non-zero, so that a process supervisor replaces this process
         failed.append(exc)
         for running in server:
             running.should_exit = True
@@ -112,9 +120,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         on_worker_failed=worker_failed,
         settle_heap=True,
     )
-    base = f"http://{settings.host}:{settings.port}"
-    if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
-        _banner(settings, keys, loopback, base, args.no_worker)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -130,7 +135,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_config=None if args.log_format == "json" else logs.uvicorn_config(LOGGING_CONFIG),
     )
     server.append(uvicorn.Server(config))
-    server[0].run(sockets=[inherited] if inherited is not None else None)
+    server[0].run(sockets=[sock] if sock is not None else None)
     return 1 if failed else 0
 
 
@@ -297,7 +302,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="outlast", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"outlast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_server_commands(sub)
+    _add_key_commands(sub)
 
+    from outlast.client.parser import add_commands
+    from outlast.demo.command import add_command as add_demo
+
+    add_commands(sub)
+    add_demo(sub)
+    return parser
+
+
+def _add_server_commands(sub: Any) -> None:
+    """serve, worker, migrate: the processes of a deployment."""
     serve = sub.add_parser("serve", help="the HTTP API, with a worker in the same process")
     _common(serve)
     serve.add_argument("--host")
@@ -331,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(migrate)
     migrate.set_defaults(func=cmd_migrate)
 
+
+def _add_key_commands(sub: Any) -> None:
+    """secrets check / rotate, key new: the keys that seal secrets and let callers in."""
     secrets = sub.add_parser("secrets", help="stored secrets: check the keys open them, rotate")
     secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
     for name, what in (
@@ -347,13 +367,6 @@ def build_parser() -> argparse.ArgumentParser:
     new_key.add_argument("--principal", required=True)
     new_key.add_argument("--file", type=Path, help="keys file to add the digest to")
     new_key.set_defaults(func=cmd_key_new)
-
-    from outlast.client.parser import add_commands
-    from outlast.demo.command import add_command as add_demo
-
-    add_commands(sub)
-    add_demo(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,14 +25,26 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(
         default=None,
-        description="postgresql://… for Postgres; unset keeps everything in SQLite under data_dir",
+        description="postgresql://… for Postgres, sqlite:///path/file.db for an SQLite file; "
+        "unset keeps everything in SQLite under data_dir",
     )
-    data_dir: Path = Path(".outlast")
-    graphs_file: Path = Field(default=Path("langgraph.json"), description="langgraph.json")
-    graphs: list[str] = Field(default_factory=list, description="extra name=module:attr specs")
+    data_dir: Path = Field(
+        default=Path(".outlast"),
+        description="the embedded store's folder; also holds secret.key, reports, outbox",
+    )
+    graphs_file: Path = Field(
+        default=Path("langgraph.json"),
+        description="the graphs to serve; without it nor graphs, the built-in ones",
+    )
+    graphs: list[str] = Field(
+        default_factory=list, description="extra graphs: name=module:attr or name=path.py:attr"
+    )
 
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(
+        default="127.0.0.1",
+        description="where `serve` listens; beyond loopback, API keys are required",
+    )
+    port: int = Field(default=8000, description="the port `serve` listens on")
     http_keep_alive: int = Field(
         default=75,
         gt=0,
@@ -51,7 +63,9 @@ class Settings(BaseSettings):
         "machine's cores with Postgres, 1 with the embedded store (SQLite notifies only "
         "within its process). Each has its own pool, concurrency and limits.",
     )
-    worker_concurrency: int = Field(default=10, ge=1)
+    worker_concurrency: int = Field(
+        default=10, ge=1, description="runs one worker process executes at once"
+    )
     claim_batch: int = Field(
         default=2,
         ge=1,
@@ -62,29 +76,57 @@ class Settings(BaseSettings):
         description="a run accepted by a process whose worker is idle and has a free slot "
         "starts there at once, claimed in the acceptance transaction; false: always queued",
     )
-    worker_lease_ttl: float = Field(default=30.0, gt=0)
-    worker_heartbeat: float = Field(default=10.0, gt=0)
-    reaper_interval: float = Field(default=5.0, gt=0)
+    worker_lease_ttl: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds a silent worker keeps its runs; then they are requeued",
+    )
+    worker_heartbeat: float = Field(
+        default=10.0, gt=0, description="seconds between a worker's renewals of its lease"
+    )
+    reaper_interval: float = Field(
+        default=5.0, gt=0, description="seconds between a worker's looks for expired leases"
+    )
     queue_poll: float = Field(
         default=5.0,
         gt=0,
         description="safety net only: workers are woken by NOTIFY, this bounds a lost one",
     )
-    max_attempts: int = Field(default=3, ge=1)
-    shutdown_grace: float = Field(default=10.0, ge=0)
-    durability: Literal["sync", "async", "exit"] = "sync"
+    max_attempts: int = Field(
+        default=3, ge=1, description="claims of a run; a worker lost on the last one fails it"
+    )
+    shutdown_grace: float = Field(
+        default=10.0,
+        ge=0,
+        description="seconds a drain waits for step boundaries, then cancels nodes",
+    )
+    durability: Literal["sync", "async", "exit"] = Field(
+        default="sync", description="LangGraph durability of a run that names none"
+    )
 
     # Activity leases: one operation in flight (a node, a model call, a tool).
-    activity_lease_ttl: float = Field(default=30.0, gt=0)
+    activity_lease_ttl: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds of an operation's silence before the supervisor looks",
+    )
     activity_flush_interval: float = Field(
         default=1.0, gt=0, description="activity is written and announced at most this often"
     )
 
     # Mission budgets: defaults per run, the operator's hard caps, and model prices
     # (USD per million tokens, by model name) for the cost dimension.
-    budget_defaults: dict[str, dict[str, float]] = Field(default_factory=dict)
-    budget_caps: dict[str, dict[str, float]] = Field(default_factory=dict)
-    model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    budget_defaults: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="a run's budget when it names none: {dimension: {soft, hard}}",
+    )
+    budget_caps: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="hard caps no request or tranche passes: {dimension: {soft, hard}}",
+    )
+    model_prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="USD per million tokens: {model: {input, output}}"
+    )
     budget_auto_tranches: int = Field(
         default=0,
         ge=0,
@@ -110,8 +152,12 @@ class Settings(BaseSettings):
     )
 
     # Transport clock: one SSE connection.
-    stream_max_seconds: float = Field(default=600.0, gt=0)
-    stream_keepalive: float = Field(default=15.0, gt=0)
+    stream_max_seconds: float = Field(
+        default=600.0, gt=0, description="a stream's longest life; the client then reconnects"
+    )
+    stream_keepalive: float = Field(
+        default=15.0, gt=0, description="seconds between keepalive comments on a stream"
+    )
     stream_token_ttl: float = Field(
         default=300.0, gt=0, le=86_400, description="how long a minted stream token opens"
     )
@@ -138,12 +184,20 @@ class Settings(BaseSettings):
         default=300.0, ge=0, description="a signal wakes waits registered up to this long after it"
     )
     waker_interval: float = Field(default=1.0, gt=0, description="longest nap of the waker")
-    probe_timeout: float = Field(default=30.0, gt=0)
+    probe_timeout: float = Field(
+        default=30.0, gt=0, description="seconds one call of an external wait's probe may take"
+    )
 
     # Retention of events (per run by count, overall by age).
-    event_retention_count: int = Field(default=10_000, ge=1)
-    event_retention_age: float = Field(default=30 * 86400.0, gt=0)
-    retention_interval: float = Field(default=60.0, gt=0)
+    event_retention_count: int = Field(
+        default=10_000, ge=1, description="events kept per run; older ones are pruned"
+    )
+    event_retention_age: float = Field(
+        default=30 * 86400.0, gt=0, description="seconds an event is kept"
+    )
+    retention_interval: float = Field(
+        default=60.0, gt=0, description="seconds between a worker's retention passes"
+    )
     temporary_thread_ttl: float = Field(
         default=300.0,
         ge=0,
@@ -151,20 +205,34 @@ class Settings(BaseSettings):
         "run (on_completion=delete) is deleted, so a client can still read the run",
     )
 
-    max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    max_body_bytes: int = Field(
+        default=1_000_000, ge=1024, description="a larger request body is refused (413)"
+    )
     cors_origins: list[str] = Field(
         default_factory=lambda: ["*"],
         description="origins browsers may call from (Studio, Agent Chat UI, your pages)",
     )
 
     # Principals and limits (issue 8). Keys: "principal:key" pairs, or a file of digests.
-    api_keys: str | None = Field(default=None, repr=False)
-    api_keys_file: Path | None = None
+    api_keys: str | None = Field(
+        default=None,
+        repr=False,
+        description="principal:key pairs, comma-separated (16+ characters)",
+    )
+    api_keys_file: Path | None = Field(
+        default=None, description="a file of key digests, made by `outlast key new`"
+    )
     insecure_no_auth: bool = Field(
         default=False, description="allow listening beyond loopback without API keys"
     )
-    max_input_bytes: int = Field(default=256_000, ge=64)
-    max_answer_bytes: int = Field(default=64_000, ge=64)
+    max_input_bytes: int = Field(
+        default=256_000, ge=64, description="a larger run input is refused (413)"
+    )
+    max_answer_bytes: int = Field(
+        default=64_000,
+        ge=64,
+        description="a larger answer, resume value or signal payload is refused (413)",
+    )
     max_event_bytes: int = Field(
         default=256_000, ge=1024, description="larger event payloads are stored truncated"
     )
@@ -173,9 +241,17 @@ class Settings(BaseSettings):
     rate_limit: float = Field(
         default=200.0, ge=0, description="requests per second per principal; 0 = none"
     )
-    result_wait_max: float = Field(default=60.0, gt=0)
-    pool_min_size: int = Field(default=1, ge=1)
-    pool_max_size: int = Field(default=10, ge=1)
+    result_wait_max: float = Field(
+        default=60.0,
+        gt=0,
+        description="the longest a request waits for a run to end (`?wait=`, joins)",
+    )
+    pool_min_size: int = Field(
+        default=1, ge=1, description="Postgres connections a process keeps open"
+    )
+    pool_max_size: int = Field(
+        default=10, ge=1, description="Postgres connections of a process's pool, at most"
+    )
 
     # Push notifications (runtime/deliverer.py).
     secret_keys: SecretStr | None = Field(
@@ -223,7 +299,9 @@ class Settings(BaseSettings):
     webhook_backoff: float = Field(
         default=2.0, gt=0, description="the first retry's delay; doubles per attempt"
     )
-    webhook_backoff_max: float = Field(default=3600.0, gt=0)
+    webhook_backoff_max: float = Field(
+        default=3600.0, gt=0, description="the longest delay between two attempts"
+    )
     webhook_concurrency: int = Field(default=16, ge=1, description="deliveries at once")
     webhook_poll: float = Field(
         default=1.0, gt=0, description="longest nap of the deliverer between claims"
@@ -267,8 +345,12 @@ class WorkspaceSettings(BaseSettings):
 
     model_config = _ENV
 
-    workspace_root: Path = Path(".")
-    data_dir: Path = Path(".outlast")
+    workspace_root: Path = Field(
+        default=Path("."), description="every folder the reference agent's tools use lies inside it"
+    )
+    data_dir: Path = Field(
+        default=Path(".outlast"), description="where the tools write reports and emails"
+    )
 
 
 class ClientSettings(BaseSettings):
@@ -276,7 +358,9 @@ class ClientSettings(BaseSettings):
 
     model_config = _ENV
 
-    server: str | None = None
+    server: str | None = Field(
+        default=None, description="the server's URL (else http://127.0.0.1:8000)"
+    )
 
 
 class FaultSettings(BaseSettings):
@@ -284,7 +368,9 @@ class FaultSettings(BaseSettings):
 
     model_config = _ENV
 
-    faults: str = ""
+    faults: str = Field(
+        default="", description="fault points to arm, comma-separated (crash tests)"
+    )
 
 
 def fault_spec() -> str:

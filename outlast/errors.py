@@ -92,3 +92,46 @@ class InvalidAnswer(OutlastError):
 class ThreadBusy(OutlastError):
     status = 409
     title = "Thread has an active run"
+
+
+class NothingToResume(OutlastError):
+    """A resume found nothing pending (answered already, or the run is still going)."""
+
+    status = 409
+    title = "Nothing to resume"
+
+
+class LimitReached(OutlastError):
+    """A per-principal limit; retrying after ``Retry-After`` may succeed."""
+
+    retryable = True
+    status = 429
+    title = "Limit reached"
+
+    def __init__(self, detail: str, limit: str, retry_after: int = 5) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.retry_after = retry_after
+
+
+class TooLarge(OutlastError):
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, detail: str, limit: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+
+
+class ThreadUnavailable(OutlastError):
+    """Another principal's thread: refused without saying whose, or what it holds."""
+
+    status = 422
+    title = "Thread unavailable"
+
+
+class RunActive(OutlastError):
+    """The run is queued or running: what was asked would leave its work going unseen."""
+
+    status = 409
+    title = "Run is active"

@@ -116,6 +116,67 @@ class EventType(StrEnum):
     EFFECT_COMPENSATED = "effect.compensated"  # the run ended; a done effect was undone
 
 
+# What each event type means, for a reader of the log: the documentation site's event
+# reference is generated from this (docs/hooks/reference.py), and tests/test_docs.py fails
+# when a type has no meaning here.
+EVENT_MEANINGS: dict[EventType, str] = {
+    EventType.RUN_CREATED: "the run was accepted (always seq 1): `graph`, `thread_id`",
+    EventType.RUN_QUEUED: "the run is queued again without having been lost: a wait was "
+    "answered, a timer came due, a signal or a probe ended its wait",
+    EventType.RUN_STARTED: "a worker claimed the run and starts an attempt (`attempt`)",
+    EventType.RUN_WAITING: "the run parked on one or more waits (`waits`, `kinds`) and holds "
+    "no worker until one ends",
+    EventType.RUN_RESUMED: "an attempt continues from the run's last checkpoint (after a "
+    "crash, a drain or a wait) rather than from the input",
+    EventType.RUN_REQUEUED: "the worker holding the run was lost (its lease expired): the run "
+    "goes back to the queue and resumes from its last checkpoint (`attempts`)",
+    EventType.RUN_RELEASED: "the worker gave the run back to the queue without failing it (a "
+    "drain on SIGTERM, a tranche granted, a reminder); the attempt is not counted",
+    EventType.RUN_CANCELLING: "a cancel reached a run that a worker holds (or one that owes "
+    "compensations): it stops at the next step boundary, undoes what it owes, then ends",
+    EventType.RUN_COMPLETED: "terminal: the graph finished (`partial: true` when a hard "
+    "budget limit or a supervisor closed it with its best result)",
+    EventType.RUN_FAILED: "terminal: the graph raised, or the run lost its worker on its last "
+    "attempt (`error`)",
+    EventType.RUN_CANCELLED: "terminal: the run was cancelled (`reason`), after undoing the "
+    "effects it owed",
+    EventType.NODE_UPDATED: "a node task finished: its name, namespace and state update, "
+    "once per task",
+    EventType.MESSAGE_DELTA: "model output streamed by a node, coalesced per "
+    "`OUTLAST_MESSAGE_FLUSH_INTERVAL`",
+    EventType.CUSTOM: "what a node wrote with LangGraph's stream writer (`data`, `ns`)",
+    EventType.STREAM: "a LangGraph stream part kept for the LangGraph face (the modes only it "
+    "serves: `tasks`, `checkpoints`, `debug`, `events`, …)",
+    EventType.WAIT_STARTED: "the run opened a wait (`wait`: id, kind, object, prompt, schema, "
+    "deadline)",
+    EventType.WAIT_RENEWED: "the probe of an external wait answered that the job is alive: "
+    "the wait's lease is renewed (`renewals`, `detail`)",
+    EventType.WAIT_ENDED: "a wait ended (`how`: input, signal, timer, deadline, probe, "
+    "probe_failed), with the answer (`(redacted)` for an auth wait)",
+    EventType.WAIT_PROBE_FAILED: "the probe of an external wait raised or timed out; it is "
+    "tried again at its next interval, and its last allowed failure ends the wait "
+    "(`failures`, `error`)",
+    EventType.ACTIVITY: "what the run does now: the node or call in flight, its activity "
+    "lease, renewals and health (live, silent, stalled); written at most once per "
+    "`OUTLAST_ACTIVITY_FLUSH_INTERVAL`",
+    EventType.SUPERVISOR_VERDICT: "the supervisor decided about an expired activity lease or "
+    "a budget checkpoint (`trigger`, `tier`, `verdict`, `reason`, `cost`; `evidence` and "
+    "`lease_for` on a renewal, `advice` when a model was asked)",
+    EventType.BUDGET_CHECKPOINT: "the run reached a budget limit (`level` soft or hard, "
+    "`dimension`, `used`, `limit`, `usage`) and stops at the step boundary",
+    EventType.EFFECT_STARTED: "a declared effect is about to be called; recorded before the "
+    "call leaves the process",
+    EventType.EFFECT_DONE: "a declared effect returned; its result is recorded",
+    EventType.EFFECT_FAILED: "a declared effect (or a compensation) raised; it may be called again",
+    EventType.EFFECT_UNKNOWN: "an effect was found unfinished after a crash: it is reconciled "
+    "(its `reconcile`, or a person asked), never simply called again",
+    EventType.EFFECT_REPLAYED: "a node ran again and an effect already done returned its "
+    "recorded result without being called",
+    EventType.EFFECT_COMPENSATED: "the run is ending cancelled or failed and a done effect was "
+    "undone by its compensation (or a person said it was undone by hand)",
+}
+
+
 class WebhookEvent(StrEnum):
     """What a push subscription can ask for: the event types of the same names (the
     outbox trigger's WHEN, migration 0012, lists them too)."""
@@ -140,6 +201,13 @@ class Frame(StrEnum):
 
     GAP = "gap"  # the cursor is older than what retention kept
     SNAPSHOT = "snapshot"  # the run's current snapshot, sent right after a gap
+
+
+FRAME_MEANINGS: dict[Frame, str] = {
+    Frame.GAP: "the cursor is older than what retention kept (`requested_after`, "
+    "`oldest_available`); a `snapshot` follows",
+    Frame.SNAPSHOT: "the run's current snapshot, sent right after a `gap`",
+}
 
 
 # What the supervisor can decide about a run whose activity lease expired, or that

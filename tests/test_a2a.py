@@ -111,6 +111,24 @@ async def test_auth_required_and_a_second_answer_is_refused(agent: Agent) -> Non
         await agent.send("auth", _message(new_data_part({"token": "other"}), task=task))
 
 
+async def test_an_answer_over_the_size_limit_is_refused_and_changes_nothing(
+    store: Store, tmp_path: Path
+) -> None:
+    """The limit every face applies to an answer (``max_answer_bytes``), here too: the A2A
+    face once answered without it."""
+    settings = make_settings(result_wait_max=20, max_answer_bytes=64, data_dir=tmp_path)
+    async with serve(store, settings) as srv, httpx.AsyncClient(timeout=60) as http:
+        agent = Agent(http, srv.url)
+        task = await agent.send("asks", _message(new_data_part({})))
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        with pytest.raises(InvalidParamsError, match="MAX_ANSWER_BYTES"):
+            await agent.send("asks", _message(new_text_part("A" * 100), task=task))
+        (wait,) = await store.list_waits(task.id)
+        assert wait.status == "open" and wait.answer is None
+        done = await agent.send("asks", _message(new_text_part("Ada"), task=task))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
 async def test_an_answer_to_a_task_that_asks_nothing_changes_nothing(agent: Agent) -> None:
     client = await agent.client("slow")
     request = SendMessageRequest(message=_message(new_data_part({})))

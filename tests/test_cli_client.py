@@ -329,11 +329,13 @@ def test_one_shot_command_gives_up_when_unreachable() -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{held.getsockname()[1]}"
-        # the subprocess's own timeout bounds a client that would retry forever
-        result = outlast("status", str(uuid.uuid4()), "--server", url, "--timeout", "1", timeout=60)
+        # the subprocess's own timeout bounds a client that would retry forever; the
+        # client's deadline leaves room for a first refused attempt on a busy machine
+        # (with 1 s, a starved process once used it all up before its first retry)
+        result = outlast("status", str(uuid.uuid4()), "--server", url, "--timeout", "5", timeout=60)
     assert result.returncode == 3, result.stderr
     assert f"server unreachable at {url}, retrying in" in result.stderr
-    assert "gave up after 1 s" in result.stderr
+    assert "gave up after 5 s" in result.stderr
 
 
 async def test_pruned_events_show_a_gap(server: str, store: Store) -> None:

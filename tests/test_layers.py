@@ -29,7 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "supervisor": set(),
     "graph": {"nodes"},
     "runtime": {"store", "graph", "nodes", "supervisor", "webhooks", "secretbox", "credentials"},
-    "api": {"store", "runtime", "graph", "webhooks", "secretbox"},
+    # the run service: a run's business once, between the faces and the store/runtime
+    "service": {"store", "runtime", "graph", "secretbox", "webhooks"},
+    "api": {"service", "store", "runtime", "graph", "webhooks", "secretbox"},
     "webhooks": {"store"},  # where, how and what a push notification sends
     "secretbox": set(),  # secrets at rest
     "credentials": {"nodes"},  # where a credential a tool names comes from
@@ -135,6 +137,53 @@ def test_imports_go_only_the_way_the_layers_allow() -> None:
         # The foundation's own entries are empty, so it may import only itself.
         for target in _imports(path) - {part, "__init__"} - FOUNDATION - ALLOWED[part]:
             wrong.append(f"{path.relative_to(PACKAGE.parent)} imports outlast.{target}")
+    assert not wrong, "\n".join(wrong)
+
+
+# What the run service decides (outlast/service/): a face that wrote one of these itself
+# would carry its own copy of the run's business, and the copies drift (the A2A face once
+# answered a wait without the size check the other faces made).
+RUN_BUSINESS = {
+    "create_run",
+    "create_thread_run",
+    "lg_create_run",
+    "lg_resume",
+    "answer",
+    "signal",
+    "request_cancel",
+    "lg_delete_runs_of",
+}
+
+
+def _store_calls(source: str) -> set[str]:
+    """The names of methods called on anything named ``store`` (``ctx.store.x(…)``,
+    ``store.x(…)``), and on a ``store`` passed along as a function."""
+    called: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in RUN_BUSINESS:
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if name == "store":
+                called.add(node.attr)
+    return called
+
+
+def test_the_store_call_finder_sees_each_form() -> None:
+    source = (
+        "async def f(ctx, store):\n"
+        "    await ctx.store.answer(1)\n"
+        "    await store.request_cancel(2)\n"
+        "    create = functools.partial(ctx.store.lg_create_run, lg=1)\n"
+        "    await ctx.store.get_run(3)\n"
+    )
+    assert _store_calls(source) == {"answer", "request_cancel", "lg_create_run"}
+
+
+def test_faces_leave_the_runs_business_to_the_run_service() -> None:
+    wrong = []
+    for path in sorted((PACKAGE / "api").rglob("*.py")):
+        for name in sorted(_store_calls(path.read_text())):
+            wrong.append(f"{path.relative_to(PACKAGE.parent)} calls store.{name}")
     assert not wrong, "\n".join(wrong)
 
 

@@ -9,6 +9,7 @@ must have seen exactly that, nothing missing and nothing twice.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import uuid
 from pathlib import Path
@@ -23,7 +24,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from outlast.store import Store
 from tests.browser import CutProxy
-from tests.harness import eventually, make_settings, serve, wait_result
+from tests.harness import eventually, make_settings, serve, wait_result, wait_status
 from tests.lg_util import follow_slow, until_status
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
@@ -292,6 +293,39 @@ async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
         with pytest.raises(NotFoundError):
             await client.runs.get(thread, second["run_id"])
         assert (await client.threads.get_state(thread))["values"] == kept  # undone
+
+
+async def test_bulk_cancel_by_status_follows_the_status_the_client_sees(store: Store) -> None:
+    """``pending`` is a run delayed by ``after_seconds`` too, ``running`` a run waiting on
+    a timer; a run that asks a person is neither (its LangGraph run ended at the
+    interrupt). The bulk cancel once mapped statuses itself and missed the first two."""
+    async with serve(store) as srv:
+        client = get_client(url=srv.url)
+        threads = [(await client.threads.create())["thread_id"] for _ in range(3)]
+        later = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=600)).isoformat()
+        delayed = await client.runs.create(threads[0], "lg_chat", input={}, after_seconds=600)
+        sleeping = await client.runs.create(
+            threads[1], "sleeper", input={}, config={"configurable": {"until": later}}
+        )
+        asking = await client.runs.create(threads[2], "lg_hitl", input={"topic": "x"})
+        for run in (delayed, sleeping, asking):
+            await wait_status(srv.client, run["run_id"], "waiting")
+        assert (await client.runs.get(threads[0], delayed["run_id"]))["status"] == "pending"
+        assert (await client.runs.get(threads[1], sleeping["run_id"]))["status"] == "running"
+
+        async def native(run: dict[str, Any]) -> str:
+            return str((await srv.client.get(f"/v1/runs/{run['run_id']}")).json()["status"])
+
+        await client.runs.cancel_many(status="pending")
+        assert [await native(r) for r in (delayed, sleeping, asking)] == [
+            "cancelled",
+            "waiting",
+            "waiting",
+        ]
+        await client.runs.cancel_many(status="running")
+        assert [await native(r) for r in (sleeping, asking)] == ["cancelled", "waiting"]
+        await client.runs.cancel_many(status="all")
+        assert await native(asking) == "waiting"
 
 
 async def test_idempotency_key_on_every_run_creating_post(store: Store) -> None:

@@ -23,7 +23,7 @@ async def test_a_wait_on_a_run_that_ended_before_the_watch_answers_without_waiti
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     running, lease = await claimed(store)
-    stale = Found(native(running, "assistant"), running, latest=True, asking=False)
+    stale = Found(native(running, "assistant"), running, latest=True)
     await store.finish(
         lease, RunStatus.COMPLETED, EventDraft(EventType.RUN_COMPLETED, {}), result={"ok": 1}
     )

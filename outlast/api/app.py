@@ -9,11 +9,9 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Literal
+from dataclasses import dataclass
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from outlast import __version__, heap
@@ -21,6 +19,7 @@ from outlast.api import console, document, lg, problems
 from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
+from outlast.api.health import router as health_router
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.runs import router as runs_router
@@ -29,7 +28,6 @@ from outlast.api.waits import router as waits_router
 from outlast.api.webhooks import BODIES
 from outlast.api.webhooks import router as webhooks_router
 from outlast.config import Settings
-from outlast.errors import StoreUnavailable
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
@@ -37,12 +35,6 @@ from outlast.secretbox import SecretBox
 from outlast.store import Store, make_store
 
 log = logging.getLogger(__name__)
-
-
-class Ready(BaseModel):
-    status: Literal["ready"]
-    backend: str
-    graphs: list[str]
 
 
 class OutlastAPI(FastAPI):
@@ -78,47 +70,13 @@ def create_app(
     ``settle_heap``: once started, set the heap aside from the garbage collector
     (``outlast/heap.py``); for a process that serves this app alone."""
     settings = settings or Settings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        s = store or make_store(settings)
-        await s.open()
-        if migrate:
-            await s.migrate()
-        graphs = registry or GraphRegistry.from_config(settings.graphs_file, settings.graphs)
-        graphs.load_all()
-        worker = Worker(s, graphs, settings, bodies=BODIES) if with_worker else None
-        task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
-
-        def worker_ended(done: asyncio.Task[None]) -> None:
-            if done.cancelled() or done.exception() is None:
-                return  # stopped on shutdown
-            exc = done.exception()
-            assert exc is not None
-            log.critical("the embedded worker stopped: %s", exc)
-            if on_worker_failed is not None:
-                on_worker_failed(exc)
-
-        if task is not None:
-            task.add_done_callback(worker_ended)
-        app.state.ctx = AppContext(s, graphs, settings, worker)
-        if settle_heap:
-            heap.settle()
-        try:
-            yield
-        finally:
-            if worker is not None and task is not None:
-                worker.stop()
-                with contextlib.suppress(asyncio.CancelledError, LoopFailed):
-                    await task  # a failure was reported when it happened
-            await s.close()
-
+    parts = _Parts(settings, store, registry, with_worker, migrate, on_worker_failed, settle_heap)
     app = OutlastAPI(
         title="outlast",
         version=__version__,
         description="A durable runtime for LangGraph agents: the connection can die; "
         "the agent does not.",
-        lifespan=lifespan,
+        lifespan=parts.lifespan,
         max_body_size=settings.max_body_bytes,
     )
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
@@ -135,31 +93,54 @@ def create_app(
     app.include_router(metrics_router)
     lg.install(app)
     console.install(app)
-
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        """The process answers."""
-        return {"status": "ok"}
-
-    @app.get(
-        "/readyz",
-        tags=["health"],
-        response_model=Ready,
-        responses=document.declared(503),
-    )
-    async def readyz(request: Request) -> JSONResponse:
-        """The database answers (and, with an embedded worker, the worker runs)."""
-        ctx: AppContext = request.app.state.ctx
-        try:
-            await ctx.store.ping()
-        except StoreUnavailable as exc:
-            return problems.problem(
-                503, f"database unavailable: {exc}", retryable=True, headers={"Retry-After": "1"}
-            )
-        if ctx.worker is not None and (ctx.worker.stopped or ctx.worker.failure is not None):
-            reason = ctx.worker.failure or "stopped"
-            return problems.problem(503, f"worker not running: {reason}", retryable=False)
-        ready = Ready(status="ready", backend=ctx.store.backend, graphs=ctx.registry.names)
-        return JSONResponse(ready.model_dump())
-
+    app.include_router(health_router)
     return app
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What the app opens when it starts and closes when it stops: the store (migrated),
+    the graphs (every one loaded, so a broken graph fails at start), the worker."""
+
+    settings: Settings
+    store: Store | None
+    registry: GraphRegistry | None
+    with_worker: bool
+    migrate: bool
+    on_worker_failed: Callable[[BaseException], None] | None
+    settle_heap: bool
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        s = self.store or make_store(self.settings)
+        await s.open()
+        if self.migrate:
+            await s.migrate()
+        graphs = self.registry or GraphRegistry.from_config(
+            self.settings.graphs_file, self.settings.graphs
+        )
+        graphs.load_all()
+        worker = Worker(s, graphs, self.settings, bodies=BODIES) if self.with_worker else None
+        task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
+        if task is not None:
+            task.add_done_callback(self._worker_ended)
+        app.state.ctx = AppContext(s, graphs, self.settings, worker)
+        if self.settle_heap:
+            heap.settle()
+        try:
+            yield
+        finally:
+            if worker is not None and task is not None:
+                worker.stop()
+                with contextlib.suppress(asyncio.CancelledError, LoopFailed):
+                    await task  # a failure was reported when it happened
+            await s.close()
+
+    def _worker_ended(self, done: asyncio.Task[None]) -> None:
+        if done.cancelled() or done.exception() is None:
+            return  # stopped on shutdown
+        exc = done.exception()
+        assert exc is not None
+        log.critical("the embedded worker stopped: %s", exc)
+        if self.on_worker_failed is not None:
+            self.on_worker_failed(exc)

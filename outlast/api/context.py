@@ -1,4 +1,5 @@
-"""What the routes share: the store, the graphs, the settings, the embedded worker."""
+"""What the routes share: the store, the graphs, the settings, the embedded worker, and the
+run service bound to the calling principal."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.worker import Worker
+from outlast.service import RunService
 from outlast.store import Store
 
 
@@ -20,3 +22,8 @@ class AppContext:
     principal: str = ""
     # Open event streams per principal, in this process (the SSE connection limit).
     streams: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> RunService:
+        """The run service, as this request's principal sees it (a few fields: cheap)."""
+        return RunService(self.store, self.registry, self.settings, self.worker, self.principal)

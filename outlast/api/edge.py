@@ -1,22 +1,18 @@
-"""What both faces of the API share at their edge: who is calling, the limits and headers
-every run-creating request is checked against, and how a run is looked up; for ``/v1``
-also as FastAPI dependencies (``Ctx``, ``RunOf``, ``IdempotencyKey``, ``ListCursorParam``),
-so a route states what it needs in its signature and the OpenAPI document lists it.
-
-The native face (``/v1``) and the LangGraph face (``api/lg``) are two vocabularies over
-one store; everything a request must pass before it changes anything lives here once, so
-the two cannot drift (an idempotency key means the same, a principal sees the same runs,
-a limit refuses the same request on both).
+"""What the HTTP faces share at their edge: who is calling (the request's context, bound to
+its principal), the headers a request is checked against, and how a run is looked up; for
+``/v1`` also as FastAPI dependencies (``Ctx``, ``RunOf``, ``IdempotencyKey``,
+``ListCursorParam``), so a route states what it needs in its signature and the OpenAPI
+document lists it. What a request must pass before it changes a run (sizes, limits,
+threads) is the run service's (``outlast.service``), the same for every face.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import re
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Path, Query, Request
 
@@ -32,45 +28,10 @@ class BadHeader(OutlastError):
     title = "Invalid header"
 
 
-class LimitReached(OutlastError):
-    """A per-principal limit; retrying after ``Retry-After`` may succeed."""
-
-    retryable = True
-    status = 429
-    title = "Limit reached"
-
-    def __init__(self, detail: str, limit: str, retry_after: int = 5) -> None:
-        super().__init__(detail)
-        self.limit = limit
-        self.retry_after = retry_after
-
-
-class TooLarge(OutlastError):
-    status = 413
-    title = "Payload too large"
-
-    def __init__(self, detail: str, limit: str) -> None:
-        super().__init__(detail)
-        self.limit = limit
-
-
-class ThreadUnavailable(OutlastError):
-    status = 422
-    title = "Thread unavailable"
-
-
 def ctx_of(request: Request) -> AppContext:
     """The app's context, seen by this request's principal."""
     ctx: AppContext = request.app.state.ctx
     return dataclasses.replace(ctx, principal=getattr(request.state, "principal", ""))
-
-
-def check_size(value: Any, max_bytes: int, what: str, limit: str) -> None:
-    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
-    if size > max_bytes:
-        raise TooLarge(
-            f"{what} is {size} bytes; the limit is {max_bytes} (OUTLAST_{limit.upper()})", limit
-        )
 
 
 def checked_key(key: str | None) -> str | None:
@@ -88,31 +49,8 @@ def run_key(run_id: str) -> str:
 
 
 async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
-    run_key(run_id)
-    run = await ctx.store.get_run(run_id)
-    if run is None or run.principal != ctx.principal:
-        # Another principal's run does not exist, as far as this caller can tell.
-        raise RunNotFound(f"no run {run_id!r}")
-    return run
-
-
-async def admit(ctx: AppContext, thread_id: str | None, key: str | None) -> None:
-    """Refuse a new run the principal may not start: on another principal's thread, or
-    past its runs in flight. A retried request (same idempotency key) is let through, so
-    it gets its run back even at the limit."""
-    if thread_id is not None:
-        latest = await ctx.store.latest_run(thread_id)
-        if latest is not None and latest.principal != ctx.principal:
-            raise ThreadUnavailable(f"thread_id {thread_id!r} cannot be used; choose another")
-    cap = ctx.settings.max_runs_in_flight
-    if cap and await ctx.store.count_active(ctx.principal) >= cap:
-        if key is not None and await ctx.store.get_run_by_key(ctx.principal, key) is not None:
-            return
-        raise LimitReached(
-            f"{cap} runs in flight (queued or running) already; wait for some to finish "
-            "(OUTLAST_MAX_RUNS_IN_FLIGHT)",
-            "max_runs_in_flight",
-        )
+    """The caller's run (another principal's does not exist, as far as it can tell)."""
+    return await ctx.runs.get(run_id)
 
 
 # -- as FastAPI dependencies: what a route declares it needs -----------------------------

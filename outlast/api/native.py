@@ -6,10 +6,8 @@ from __future__ import annotations
 from fastapi import Response
 
 from outlast.api.context import AppContext
-from outlast.api.edge import check_size
 from outlast.api.schemas import RunCreate, RunSnapshot, as_dict
 from outlast.runtime.accept import RunRequest
-from outlast.runtime.budget import resolve_budget
 from outlast.store import Run
 from outlast.vocabulary import RunStatus, WaitStatus
 
@@ -26,29 +24,15 @@ async def snapshot(ctx: AppContext, run: Run) -> RunSnapshot:
     return RunSnapshot.of(run, waits)
 
 
-def run_request(
-    ctx: AppContext, body: RunCreate, graph: str | None, thread_id: str | None
-) -> RunRequest:
-    """The request as the runtime takes it: the budget resolved against the defaults and
-    bounded by the operator's caps, and the model (for graphs that call one) resolved
-    and checked."""
-    check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
-    budget = resolve_budget(
-        as_dict(body.budget), ctx.settings.budget_defaults, ctx.settings.budget_caps
-    )
-    config = as_dict(body.config)
-    name = graph or (ctx.registry.names[0] if ctx.registry.names else None)
-    model = None
-    if name in ctx.registry.names:  # an unknown name is refused by new_run
-        model = ctx.registry.model_for(name, config)
+def run_request(body: RunCreate, graph: str | None, thread_id: str | None) -> RunRequest:
+    """A ``/v1`` request in the run service's terms (which resolves budget and model)."""
     return RunRequest(
         graph=graph,
         input=body.input,
         thread_id=thread_id,
-        config=config,
+        config=as_dict(body.config),
         metadata=body.metadata,
-        budget=budget,
-        model=model,
+        budget=as_dict(body.budget),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Annotated, Any
 
 import anyio
@@ -19,10 +18,8 @@ from outlast.api.edge import (
     IdempotencyKey,
     ListCursorParam,
     RunOf,
-    admit,
     get_run_or_404,
     list_cursor,
-    run_key,
 )
 from outlast.api.native import accepted, location, run_request, snapshot
 from outlast.api.schemas import (
@@ -34,11 +31,7 @@ from outlast.api.schemas import (
     StreamToken,
 )
 from outlast.api.sse import Cursor, counted, stream
-from outlast.errors import RunNotFound
-from outlast.runtime import eager
-from outlast.runtime.accept import new_run
 from outlast.secretbox import SecretBox
-from outlast.store.hub import STATUS, wait_for
 from outlast.vocabulary import RunStatus
 
 router = APIRouter(prefix="/v1", tags=["runs"])
@@ -67,17 +60,9 @@ async def create_run(
     With ``Idempotency-Key``, the same key and body return the same run (also under
     concurrent retries); the same key with another body is refused with ``422``.
     """
-    new = new_run(
-        run_request(ctx, body, body.graph, body.thread_id),
-        graphs=ctx.registry.names,
-        max_attempts=ctx.settings.max_attempts,
-        idempotency_key=key,
-        principal=ctx.principal,
-    )
-    await admit(ctx, new.thread_id if body.thread_id else None, key)
-    run, created = await eager.accept(ctx.worker, new, ctx.store.create_run, eager.first_created)
-    accepted(response, run, created)
-    return RunSnapshot.of(run)
+    made = await ctx.runs.accept(run_request(body, body.graph, body.thread_id), key=key)
+    accepted(response, made.run, made.created)
+    return RunSnapshot.of(made.run)
 
 
 @router.get("/runs/{run_id}", response_model=RunSnapshot, responses=declared(404))
@@ -171,9 +156,7 @@ async def cancel_run(
 ) -> RunSnapshot:
     """Request cooperative cancellation. Idempotent: a finished run is returned as is."""
     reason = body.reason if body else "cancelled by request"
-    cancelled = await ctx.store.request_cancel(run.id, reason)
-    if cancelled is None:  # pragma: no cover - checked above
-        raise RunNotFound(f"no run {run.id!r}")
+    cancelled = await ctx.runs.cancel(run, reason)
     response.headers.update(location(cancelled.id))
     return RunSnapshot.of(cancelled)
 
@@ -190,18 +173,9 @@ async def run_result(
 ) -> JSONResponse:
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
-    deadline = time.monotonic() + min(wait, ctx.settings.result_wait_max)
-    # Watch, then read, so a status change between the two is not missed (the run is
-    # read here rather than by RunOf, which would read it once more before the watch).
-    with ctx.store.hub.watch(STATUS, run_key(run_id)) as changed:
-        run = await get_run_or_404(ctx, run_id)
-        while not run.terminal:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            await wait_for(changed, min(remaining, 5.0))
-            changed.clear()
-            run = await get_run_or_404(ctx, run.id)
+    run = await get_run_or_404(ctx, run_id)
+    if not run.terminal and wait > 0:
+        run = await ctx.runs.settled(run.id, min(wait, ctx.settings.result_wait_max)) or run
     body = (await snapshot(ctx, run)).model_dump(mode="json")
     if run.terminal:
         return JSONResponse(body, status_code=200)

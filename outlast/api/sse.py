@@ -20,19 +20,18 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import anyio
 from fastapi import Depends, Header, Query
 from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
-from outlast.api.edge import LimitReached
 from outlast.api.schemas import RunSnapshot
 from outlast.api.tail import following, frame_of
-from outlast.errors import InvalidCursor
+from outlast.errors import InvalidCursor, LimitReached
 from outlast.runtime import metrics
-from outlast.store import Event, Run, Store
+from outlast.store import Event, EventStore, Run, RunStore, WaitStore
 from outlast.store.hub import EVENTS, wait_for
 from outlast.vocabulary import Frame, RunStatus, WaitStatus
 
@@ -94,8 +93,16 @@ def wire(event: Event) -> ServerSentEvent:
     )
 
 
+class LogStore(RunStore, EventStore, Protocol):
+    """What following a run's log reads: the run and its events."""
+
+
+class StreamStore(LogStore, WaitStore, Protocol):
+    """What a stream reads: the log, and the waits a gap's snapshot shows."""
+
+
 async def stream(
-    store: Store,
+    store: StreamStore,
     run_id: str,
     after: int,
     max_seconds: float,
@@ -135,7 +142,7 @@ class Follow:
 
 
 async def follow_log(
-    store: Store,
+    store: LogStore,
     run_id: str,
     after: int,
     max_seconds: float,
@@ -190,7 +197,7 @@ async def follow_log(
 
 
 async def _stream(
-    store: Store, run_id: str, after: int, max_seconds: float, stopping: Callable[[], bool]
+    store: StreamStore, run_id: str, after: int, max_seconds: float, stopping: Callable[[], bool]
 ) -> AsyncGenerator[ServerSentEvent | bytes, None]:
     # How long a browser's EventSource waits before it reconnects by itself (with
     # Last-Event-ID); said once per connection, so clients can show when they try next.
@@ -208,7 +215,7 @@ async def _stream(
                 metrics.SSE_REPLAYED.inc()
 
 
-async def _gap_frames(store: Store, run_id: str, gap: Gap) -> list[ServerSentEvent]:
+async def _gap_frames(store: WaitStore, run_id: str, gap: Gap) -> list[ServerSentEvent]:
     now = dt.datetime.now(dt.UTC).isoformat()
     data = {
         "requested_after": gap.requested_after,

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
 
-from outlast.store import Event, Store
+from outlast.store import Event, EventStore
 
 KEEP = 1000  # events kept per followed run: several seconds of the busiest run
 
@@ -36,7 +36,7 @@ class Tail:
                 self._frames[event.seq] = cached  # a replay's old events are not kept
         return cached
 
-    async def read(self, store: Store, run_id: str, cursor: int, limit: int) -> list[Event]:
+    async def read(self, store: EventStore, run_id: str, cursor: int, limit: int) -> list[Event]:
         if self.events and cursor < self.events[0].seq - 1:
             return await store.read_events(run_id, cursor, limit)  # behind: a replay
         async with self.lock:

@@ -7,20 +7,18 @@ asks to queue behind it (runs of one thread never execute at the same time).
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
 from outlast.api.context import AppContext
 from outlast.api.document import declared
-from outlast.api.edge import Ctx, IdempotencyKey, admit
+from outlast.api.edge import Ctx, IdempotencyKey
 from outlast.api.native import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
 from outlast.jsonable import to_jsonable
-from outlast.runtime import eager
-from outlast.runtime.accept import new_run
+from outlast.service.placement import OnThread
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -50,17 +48,10 @@ async def create_thread_run(
     latest = await ctx.store.latest_run(thread_id)
     if latest is not None and latest.principal != ctx.principal:
         latest = None  # another principal's thread: refused by admit(), never described
-    new = new_run(
-        run_request(ctx, body, body.graph or (latest.graph if latest else None), thread_id),
-        graphs=ctx.registry.names,
-        max_attempts=ctx.settings.max_attempts,
-        idempotency_key=key,
-        principal=ctx.principal,
-    )
-    await admit(ctx, thread_id, key)
-    create = functools.partial(ctx.store.create_thread_run, if_busy=body.if_busy)
-    run, created = await eager.accept(ctx.worker, new, create, eager.first_created)
-    accepted(response, run, created)
+    request = run_request(body, body.graph or (latest.graph if latest else None), thread_id)
+    made = await ctx.runs.accept(request, key=key, placement=OnThread(body.if_busy))
+    accepted(response, made.run, made.created)
+    run = made.run
     return await snapshot(ctx, run)
 
 

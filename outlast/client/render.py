@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.table import Table
@@ -104,90 +105,108 @@ def progress_node(event: Event) -> str | None:
     return None
 
 
+def _reason(d: dict[str, Any]) -> str:
+    return f": {d['reason']}" if d.get("reason") else ""
+
+
+def _created(d: dict[str, Any]) -> str:
+    named = (("graph", "graph"), ("thread", "thread_id"))
+    where = ", ".join(f"{label} {d[key]}" for label, key in named if d.get(key))
+    return f"accepted ({where})" if where else "accepted"
+
+
+def _wait_started(d: dict[str, Any]) -> str:
+    wait = d.get("wait")
+    return f"⏸ {wait_summary(wait if isinstance(wait, dict) else {})}"
+
+
+def _wait_ended(d: dict[str, Any]) -> str:
+    value = f": {compact(d['value'])}" if d.get("value") is not None else ""
+    if d.get("kind") == "auth" and value:
+        value = ": (credentials hidden)"
+    return f"▶ wait ended ({d.get('how') or 'answered'}){value}"
+
+
+def _activity(d: dict[str, Any]) -> str:
+    note = f" — {d['note']}" if d.get("note") else ""
+    return (
+        f"activity: {d.get('name')} ({d.get('kind')}, {d.get('health')}, "
+        f"{d.get('renewals', 0)} renewal(s)){note}"
+    )
+
+
+def _compensated(d: dict[str, Any]) -> str:
+    how = " by hand" if d.get("reconciled") else f" by {d.get('tool', '?')}"
+    return f"effect {d.get('effect_tool', '?')}: compensated{how}"
+
+
+def _waiting(d: dict[str, Any]) -> str:
+    count = d.get("waits")
+    return f"waiting ({count} open wait{'s' if count != 1 else ''})" if count else "waiting"
+
+
+# One line per event type worth a line; None: shown another way (message deltas go
+# inline; a LangGraph stream part says what the events around it say).
+_LINES: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    EventType.RUN_CREATED: _created,
+    EventType.RUN_STARTED: lambda d: f"started (attempt {d.get('attempt', '?')})",
+    EventType.RUN_RESUMED: lambda d: (
+        f"resumed from its last checkpoint (attempt {d.get('attempt', '?')})"
+    ),
+    EventType.NODE_UPDATED: lambda d: f"✓ {d.get('node', '?')}{_where(d)}",
+    EventType.CUSTOM: lambda d: f"· {compact(d.get('data'))}{_where(d)}",
+    EventType.MESSAGE_DELTA: lambda d: None,
+    EventType.WAIT_STARTED: _wait_started,
+    EventType.WAIT_ENDED: _wait_ended,
+    EventType.WAIT_RENEWED: lambda d: (
+        f"wait {d.get('wait_id')} is still alive ({d.get('renewals')} renewal(s))"
+    ),
+    EventType.WAIT_PROBE_FAILED: lambda d: (
+        f"probe of wait {d.get('wait_id')} failed ({d.get('failures')}×): {d.get('error')}"
+    ),
+    EventType.STREAM: lambda d: None,
+    EventType.ACTIVITY: _activity,
+    EventType.SUPERVISOR_VERDICT: lambda d: (
+        f"supervisor (tier {d.get('tier')}): {d.get('verdict')} — {d.get('reason', '')}"
+    ),
+    EventType.BUDGET_CHECKPOINT: lambda d: (
+        f"budget: {d.get('level')} limit of {d.get('dimension')} reached "
+        f"({d.get('used')} of {d.get('limit')})"
+    ),
+    EventType.EFFECT_COMPENSATED: _compensated,
+    EventType.RUN_WAITING: _waiting,
+    EventType.RUN_QUEUED: lambda d: f"queued{_reason(d)}",
+    EventType.RUN_CANCELLING: lambda d: f"cancelling{_reason(d)}",
+    EventType.RUN_RELEASED: lambda d: f"released back to the queue{_reason(d)}",
+    EventType.RUN_REQUEUED: lambda d: f"requeued{_reason(d)}",
+    EventType.RUN_COMPLETED: lambda d: "completed",
+    EventType.RUN_FAILED: lambda d: f"failed: {error_text(d.get('error') or d)}",
+    EventType.RUN_CANCELLED: lambda d: f"cancelled{_reason(d)}",
+    Frame.SNAPSHOT: lambda d: (
+        f"snapshot: status {d.get('status', '?')}, last seq {d.get('last_seq', '?')}"
+    ),
+}
+_EFFECT_STEPS = {
+    EventType.EFFECT_STARTED,
+    EventType.EFFECT_DONE,
+    EventType.EFFECT_FAILED,
+    EventType.EFFECT_UNKNOWN,
+    EventType.EFFECT_REPLAYED,
+}
+
+
 def event_line(event: Event) -> str | None:
     """One log line for an event worth a line, else ``None`` (message deltas go inline)."""
     d = event.data
-    reason = f": {d['reason']}" if d.get("reason") else ""
-    match event.type:
-        case EventType.RUN_CREATED:
-            named = (("graph", "graph"), ("thread", "thread_id"))
-            where = ", ".join(f"{label} {d[key]}" for label, key in named if d.get(key))
-            return f"accepted ({where})" if where else "accepted"
-        case EventType.RUN_STARTED:
-            return f"started (attempt {d.get('attempt', '?')})"
-        case EventType.RUN_RESUMED:
-            return f"resumed from its last checkpoint (attempt {d.get('attempt', '?')})"
-        case EventType.NODE_UPDATED:
-            return f"✓ {d.get('node', '?')}{_where(d)}"
-        case EventType.CUSTOM:
-            return f"· {compact(d.get('data'))}{_where(d)}"
-        case EventType.MESSAGE_DELTA:
-            return None
-        case EventType.WAIT_STARTED:
-            wait = d.get("wait")
-            return f"⏸ {wait_summary(wait if isinstance(wait, dict) else {})}"
-        case EventType.WAIT_ENDED:
-            value = f": {compact(d['value'])}" if d.get("value") is not None else ""
-            if d.get("kind") == "auth" and value:
-                value = ": (credentials hidden)"
-            return f"▶ wait ended ({d.get('how') or 'answered'}){value}"
-        case EventType.WAIT_RENEWED:
-            return f"wait {d.get('wait_id')} is still alive ({d.get('renewals')} renewal(s))"
-        case EventType.WAIT_PROBE_FAILED:
-            return (
-                f"probe of wait {d.get('wait_id')} failed ({d.get('failures')}×): {d.get('error')}"
-            )
-        case EventType.STREAM:
-            return None  # a LangGraph stream part; the events around it say the same
-        case EventType.ACTIVITY:
-            note = f" — {d['note']}" if d.get("note") else ""
-            return (
-                f"activity: {d.get('name')} ({d.get('kind')}, {d.get('health')}, "
-                f"{d.get('renewals', 0)} renewal(s)){note}"
-            )
-        case EventType.SUPERVISOR_VERDICT:
-            return f"supervisor (tier {d.get('tier')}): {d.get('verdict')} — {d.get('reason', '')}"
-        case EventType.BUDGET_CHECKPOINT:
-            return (
-                f"budget: {d.get('level')} limit of {d.get('dimension')} reached "
-                f"({d.get('used')} of {d.get('limit')})"
-            )
-        case EventType.EFFECT_COMPENSATED:
-            how = " by hand" if d.get("reconciled") else f" by {d.get('tool', '?')}"
-            return f"effect {d.get('effect_tool', '?')}: compensated{how}"
-        case (
-            EventType.EFFECT_STARTED
-            | EventType.EFFECT_DONE
-            | EventType.EFFECT_FAILED
-            | EventType.EFFECT_UNKNOWN
-            | EventType.EFFECT_REPLAYED
-        ):
-            verb = event.type.removeprefix("effect.")
-            extra = " (reconciled)" if d.get("reconciled") else ""
-            return f"effect {d.get('tool', '?')}: {verb}{extra}"
-        case EventType.RUN_WAITING:
-            count = d.get("waits")
-            return f"waiting ({count} open wait{'s' if count != 1 else ''})" if count else "waiting"
-        case EventType.RUN_QUEUED:
-            return f"queued{reason}"
-        case EventType.RUN_CANCELLING:
-            return f"cancelling{reason}"
-        case EventType.RUN_RELEASED:
-            return f"released back to the queue{reason}"
-        case EventType.RUN_REQUEUED:
-            return f"requeued{reason}"
-        case EventType.RUN_COMPLETED:
-            return "completed"
-        case EventType.RUN_FAILED:
-            return f"failed: {error_text(d.get('error') or d)}"
-        case EventType.RUN_CANCELLED:
-            return f"cancelled{reason}"
-        case Frame.GAP:
-            return gap_line(d, event.seq)
-        case Frame.SNAPSHOT:
-            return f"snapshot: status {d.get('status', '?')}, last seq {d.get('last_seq', '?')}"
-        case _:
-            return f"{event.type}: {compact(d)}"
+    line = _LINES.get(event.type)
+    if line is not None:
+        return line(d)
+    if event.type in _EFFECT_STEPS:
+        extra = " (reconciled)" if d.get("reconciled") else ""
+        return f"effect {d.get('tool', '?')}: {event.type.removeprefix('effect.')}{extra}"
+    if event.type == Frame.GAP:
+        return gap_line(d, event.seq)
+    return f"{event.type}: {compact(d)}"
 
 
 def gap_line(d: dict[str, Any], seq: int | None = None) -> str:

@@ -1,10 +1,10 @@
 """Accepting a run: the identity exists before any work starts.
 
-``new_run`` is what both faces of the API call (``api/runs.py``, ``api/threads.py``,
-``api/lg/accept.py``): it resolves the graph name against the configured graphs (never
-importing anything named by the request), fingerprints the request for the idempotency
-check and gives the run its ids, writing nothing. The API then checks its limits and
-hands the ``NewRun`` to the store, which writes the run row and its first event in one
+``new_run`` is what the run service calls for every face (``service/runs.py``): it
+resolves the graph name against the configured graphs (never importing anything named by
+the request), fingerprints the request for the idempotency check and gives the run its
+ids, writing nothing. The service then checks its limits and hands the ``NewRun`` to the
+store, which writes the run row and its first event in one
 transaction.
 """
 

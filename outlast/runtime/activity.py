@@ -27,13 +27,13 @@ from outlast.errors import LeaseLost
 from outlast.runtime import metrics
 from outlast.runtime.looks import Activity
 from outlast.runtime.sink import EventSink, SinkClosed
-from outlast.store import EventDraft, Lease, Store
+from outlast.store import ActivityStore, EventDraft, Lease
 
 
 class ActivityTracker:
     def __init__(
         self,
-        store: Store,
+        store: ActivityStore,
         lease: Lease,
         sink: EventSink,
         *,

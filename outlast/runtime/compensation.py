@@ -3,7 +3,7 @@
 An effect declared with ``@effect(compensate=fn)`` keeps ``fn``'s import path in its
 ledger row. When a run that has such effects done ends cancelled or failed (or the
 LangGraph face rolls it back, which cancels it), the execution first records how the run
-will end (``Store.set_ending``, fenced), then undoes the effects latest first. Each
+will end (``EffectStore.set_ending``, fenced), then undoes the effects latest first. Each
 undoing is a ledger row of its own, keyed ``undo:<effect key>``, so it happens once:
 
 - ``started`` is committed before ``fn`` is called; ``done`` with its result after, then
@@ -32,7 +32,7 @@ import hashlib
 import inspect
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
@@ -40,7 +40,8 @@ from outlast.retry import RetryPolicy
 from outlast.runtime import faults, metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
-from outlast.store import Effect, EventDraft, Store, WaitSpec
+from outlast.store import Effect, EffectStore, EventDraft, EventStore, WaitSpec, WaitStore
+from outlast.store.transitions import owed
 from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
 
 UNDO = "undo:"
@@ -54,18 +55,6 @@ FAILING = "failing"
 BEFORE_CALL = "compensation.before_call"
 AFTER_CALL = "compensation.after_call"
 AFTER_DONE = "compensation.after_done"
-
-
-def owed(effects: Sequence[Effect]) -> list[Effect]:
-    """The effects that declared an undoing, may have happened (all but ``failed``) and
-    are not undone yet, latest first."""
-    undone = {e.compensates for e in effects if e.compensates and e.status == EffectStatus.DONE}
-    due = [
-        e
-        for e in effects
-        if e.compensate and e.status != EffectStatus.FAILED and e.key not in undone
-    ]
-    return sorted(due, key=lambda e: (e.finished_at or e.started_at, e.started_at), reverse=True)
 
 
 def compensated(effects: Sequence[Effect]) -> list[dict[str, Any]]:
@@ -94,12 +83,16 @@ def compensation(path: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
+class CompensationStore(EffectStore, WaitStore, EventStore, Protocol):
+    """What compensating uses: the ledger, the answers a person gave, the run's log."""
+
+
 class Compensator:
     """The compensations of one run, done by the worker that holds its lease."""
 
     def __init__(
         self,
-        store: Store,
+        store: CompensationStore,
         run_id: str,
         sink: EventSink,
         *,

@@ -32,7 +32,7 @@ from outlast.nodes.credentials import (
     CredentialNeeded,
 )
 from outlast.secretbox import SecretBox, SecretUnreadable
-from outlast.store import Run, Store, Wait, WaitSpec
+from outlast.store import Run, Wait, WaitSpec, WaitStore
 from outlast.vocabulary import WaitKind, is_sealed
 
 # Interrupt ids of the runtime's credential waits (``runtime/policy.py`` consumes them).
@@ -90,7 +90,7 @@ class RunCredentials:
 
     @classmethod
     async def load(
-        cls, store: Store, run: Run, box: SecretBox, chain: Sequence[CredentialProvider]
+        cls, store: WaitStore, run: Run, box: SecretBox, chain: Sequence[CredentialProvider]
     ) -> RunCredentials:
         # A first attempt has no waits yet: no query on the path every run takes.
         return cls(box, chain, await store.list_waits(run.id) if run.has_history else [])

@@ -23,6 +23,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Mapping
+from typing import Protocol
 
 import httpx
 
@@ -30,11 +31,11 @@ from outlast.config import Settings
 from outlast.retry import RetryPolicy
 from outlast.runtime import faults, metrics
 from outlast.secretbox import SecretBox
-from outlast.store import Store
+from outlast.store import OutboxStore
 from outlast.store.hub import STATUS, WEBHOOKS, wait_for
 from outlast.store.outbox import Claimed, Outcome
 from outlast.webhooks import sender
-from outlast.webhooks.bodies import DEFAULT, BodyMaker, NoBodyMaker, body_of
+from outlast.webhooks.bodies import DEFAULT, BodyMaker, BodyStore, NoBodyMaker, body_of
 from outlast.webhooks.urls import UnresolvedHost, UnsafeUrl, resolve
 
 log = logging.getLogger(__name__)
@@ -53,10 +54,14 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
+class DelivererStore(OutboxStore, BodyStore, Protocol):
+    """What delivering uses: the outbox, and what the bodies read."""
+
+
 class Deliverer:
     def __init__(
         self,
-        store: Store,
+        store: DelivererStore,
         settings: Settings,
         worker_id: str,
         bodies: Mapping[str, BodyMaker] | None = None,

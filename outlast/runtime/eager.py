@@ -5,7 +5,7 @@ the listener wakes the claim loops, one claims it in a second transaction, then 
 starts. For one run at a time on an idle server that hop is a tenth of the run's
 latency (``bench/phases.py``). Like Temporal's eager workflow start, acceptance asks the
 worker in its own process for a slot first; with one, the store claims the new run in
-the acceptance transaction itself (``Store.create_run`` with ``claim_for``), under the
+the acceptance transaction itself (``RunStore.create_run`` with ``claim_for``), under the
 thread's lock and the claim's rules, and the worker starts it at once.
 
 The queue's order is kept: the worker offers a slot only when its last claim took all

@@ -24,7 +24,7 @@ from outlast.nodes.effects import Reconcile
 from outlast.nodes.waits import WAIT_KEY
 from outlast.runtime import faults
 from outlast.runtime.sink import EventSink
-from outlast.store import Effect, EventDraft, Store
+from outlast.store import Effect, EffectStore, EventDraft
 from outlast.vocabulary import EffectStatus, EventType
 
 BEFORE_CALL = "effect.before_call"
@@ -51,7 +51,7 @@ class RunLedger:
     """The ledger of one run, handed to its nodes through the run's config
     (``LEDGER_KEY``), so ``outlast.nodes.effects`` reaches the store without importing it."""
 
-    def __init__(self, store: Store, run_id: str, sink: EventSink) -> None:
+    def __init__(self, store: EffectStore, run_id: str, sink: EventSink) -> None:
         self._store = store
         self._run_id = run_id
         self._sink = sink

@@ -21,69 +21,58 @@ Compensation: a run that ends cancelled or failed with effects to undo
 (``runtime/compensation.py``) and only then ends so; a run claimed with that decision
 recorded goes straight to its compensations, never to the graph again.
 
-Recovery: the run's id is put in the checkpoint metadata (``run_id``). If the thread's
-latest checkpoint carries this run's id, an earlier attempt got that far: the graph
-resumes from it (input ``None``) and finished nodes do not run again.
+Where the graph starts (fresh, a fork, or resumed from this run's last checkpoint) is
+``runtime/start.py``'s; how the run ends, ``runtime/endings.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
-import traceback
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl, Runtime
-from langgraph.types import Command, StateSnapshot
 
 from outlast import logs, tracing
 from outlast.config import Settings
 from outlast.credentials import providers
 from outlast.errors import LeaseLost
 from outlast.graph.registry import GraphRegistry
-from outlast.jsonable import to_jsonable
 from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
-from outlast.runtime import faults
 from outlast.runtime.activity import ActivityTracker
-from outlast.runtime.compensation import Compensator, owed
-from outlast.runtime.credentials import RunCredentials, needed_in, reference, wait_for
+from outlast.runtime.credentials import RunCredentials, needed_in, wait_for
 from outlast.runtime.effects import RunLedger
+from outlast.runtime.endings import Endings
 from outlast.runtime.events_mode import EventsTap
 from outlast.runtime.keeper import Keeper
-from outlast.runtime.options import (
-    AFTER,
-    NO_CHECKPOINT,
-    RunOptions,
-    before_run,
-    restore_as_head,
-)
+from outlast.runtime.options import RunOptions
 from outlast.runtime.outcomes import (
     _PRIORITY,
-    CANCEL,
     LEASE_LOST,
     SHUTDOWN,
     STORE_FAILED,
-    SUPERVISOR,
     BudgetStop,
+    ExecutionStore,
     Outcome,
     Parked,
     run_config,
     store_failure,
 )
-from outlast.runtime.policy import Action, Complete, Park, RunPolicy
-from outlast.runtime.recovery import logged_tasks, missing_updates
+from outlast.runtime.policy import RunPolicy
 from outlast.runtime.sink import DUE_HOLD, EventSink, SinkClosed
+from outlast.runtime.start import Input, StartPoint
 from outlast.runtime.translate import Translator
 from outlast.runtime.waits import spec_from_interrupt
 from outlast.secretbox import SecretBox
-from outlast.store import EventDraft, Lease, Run, RunStatus, Store, WaitSpec
+from outlast.store import (
+    Lease,
+    Run,
+)
 from outlast.store.items import for_principal
-from outlast.vocabulary import EventType, WaitKind, WaitStatus
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +82,12 @@ CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
 class Execution:
     def __init__(
-        self, store: Store, registry: GraphRegistry, settings: Settings, run: Run, worker_id: str
+        self,
+        store: ExecutionStore,
+        registry: GraphRegistry,
+        settings: Settings,
+        run: Run,
+        worker_id: str,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -106,6 +100,7 @@ class Execution:
         self.policy = RunPolicy(
             store, self.lease, settings, run, stop=self.request_stop, can_remind=self._can_remind
         )
+        self.ends = Endings(store, self.lease, settings, run, registry, self.policy)
         self._activity: ActivityTracker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._graph: Any = None
@@ -145,7 +140,22 @@ class Execution:
             return await self._execute()
 
     async def _execute(self) -> Outcome:
-        run = self.run
+        sink, activity, translator = self._instruments()
+        try:
+            if self.run.ending is not None:  # decided by an earlier attempt, or by a cancel
+                return await self.ends.compensated(sink, self.run.ending)
+            self._graph_task = asyncio.create_task(self._stream(sink, translator))
+            return await self._outcome(self._graph_task, sink, translator)
+        except LeaseLost:
+            return Outcome(None, "lease lost")
+        finally:
+            self._finished = True
+            translator.close()
+            await activity.close()
+            await sink.close()
+
+    def _instruments(self) -> tuple[EventSink, ActivityTracker, Translator]:
+        """The run's log writer, its activity leases and the stream's translator."""
         sink = EventSink(
             self.store,
             self.lease,
@@ -171,62 +181,79 @@ class Execution:
         )
         self._activity = activity
         self._loop = asyncio.get_running_loop()
-        translator = Translator(sink, self.settings.message_flush_interval, activity)
+        return sink, activity, Translator(sink, self.settings.message_flush_interval, activity)
+
+    async def _outcome(
+        self, graph_task: asyncio.Task[Any], sink: EventSink, translator: Translator
+    ) -> Outcome:
+        """How the run ends, from how its graph stopped."""
         try:
-            if run.ending is not None:  # decided by an earlier attempt, or by a cancel
-                return await self._end_compensated(sink, run.ending)
-            self._graph_task = asyncio.create_task(self._stream(sink, translator))
-            try:
-                result = await self._graph_task
-                translator.flush_messages()
-                await sink.flush()
-                if isinstance(result, Parked):
-                    return await self._park(result)
-                if isinstance(result, BudgetStop):
-                    action = await self.policy.at_budget_stop(result.breach, result.values)
-                    return await self._act(action, result.values)
-                await self.policy.record()
-                return await self._end_completed(result)
-            except asyncio.CancelledError:
-                if not (self._graph_task.cancelled() and self.stop_reason):
-                    raise
-                return await self._end_stopped(sink, translator)
-            except GraphDrained:
-                return await self._end_stopped(sink, translator)
-            except LeaseLost:  # a fenced checkpoint write
-                self.request_stop(LEASE_LOST)
-                return await self._end_stopped(sink, translator)
-            except SinkClosed:
-                return await self._end_stopped(sink, translator)
-            except Exception as exc:
-                if store_failure(exc):
-                    # The database failed under the graph (a checkpoint write, a ledger
-                    # write): not the run's fault. Whatever was committed stays; the run
-                    # is requeued from its last checkpoint once its lease runs out.
-                    self.request_stop(STORE_FAILED)
-                if self.stop_reason in (LEASE_LOST, STORE_FAILED):
-                    return await self._end_stopped(sink, translator)
-                with contextlib.suppress(Exception):
-                    translator.flush_messages()
-                    await sink.flush()
-                needed = needed_in(exc)
-                if needed is not None:  # a person can supply it: wait, do not fail
-                    await self.policy.record()
-                    return await self._park(Parked([wait_for(needed)]))
-                return await self._end_failed(exc)
-        except LeaseLost:
-            return Outcome(None, "lease lost")
-        finally:
-            self._finished = True
-            translator.close()
-            await activity.close()
-            await sink.close()
+            result = await graph_task
+            translator.flush_messages()
+            await sink.flush()
+            if isinstance(result, Parked):
+                return await self.ends.park(result)
+            if isinstance(result, BudgetStop):
+                action = await self.policy.at_budget_stop(result.breach, result.values)
+                return await self.ends.act(action, result.values)
+            await self.policy.record()
+            return await self.ends.completed(result)
+        except asyncio.CancelledError:
+            if not (graph_task.cancelled() and self.stop_reason):
+                raise
+            return await self._stopped(sink, translator)
+        except GraphDrained:
+            return await self._stopped(sink, translator)
+        except LeaseLost:  # a fenced checkpoint write
+            self.request_stop(LEASE_LOST)
+            return await self._stopped(sink, translator)
+        except SinkClosed:
+            return await self._stopped(sink, translator)
+        except Exception as exc:
+            return await self._failed(exc, sink, translator)
+
+    async def _failed(self, exc: Exception, sink: EventSink, translator: Translator) -> Outcome:
+        if store_failure(exc):
+            # The database failed under the graph (a checkpoint write, a ledger write):
+            # not the run's fault. Whatever was committed stays; the run is requeued
+            # from its last checkpoint once its lease runs out.
+            self.request_stop(STORE_FAILED)
+        if self.stop_reason in (LEASE_LOST, STORE_FAILED):
+            return await self._stopped(sink, translator)
+        with contextlib.suppress(Exception):
+            translator.flush_messages()
+            await sink.flush()
+        needed = needed_in(exc)
+        if needed is not None:  # a person can supply it: wait, do not fail
+            await self.policy.record()
+            return await self.ends.park(Parked([wait_for(needed)]))
+        return await self.ends.failed(exc, sink)
+
+    async def _stopped(self, sink: EventSink, translator: Translator) -> Outcome:
+        with contextlib.suppress(Exception):
+            translator.flush_messages()
+            await sink.flush()
+        return await self.ends.stopped(self.stop_reason, sink, self._graph)
 
     def _durability(self, options: RunOptions | None = None) -> str:
         options = options or RunOptions.of(self.run)
         return options.durability or self.settings.durability
 
     async def _stream(self, sink: EventSink, translator: Translator) -> Any:
+        """The graph from where this run stands to its end, a wait, or a stop; what it
+        returns is the final state, or a ``Parked`` / ``BudgetStop``."""
+        graph, config = await self._graph_for(sink)
+        options = RunOptions.of(self.run)
+        start = await StartPoint(self.store, self.run, self.policy).find(
+            graph, config, options, sink, translator
+        )
+        if not isinstance(start, Input):
+            return start
+        return await self._drive(graph, start.value, config, options, sink, translator)
+
+    async def _graph_for(self, sink: EventSink) -> tuple[Any, RunnableConfig]:
+        """The run's graph on its fenced saver, and the config its nodes find the
+        runtime's parts in."""
         run = self.run
         items = for_principal(self.store.items, run.principal)  # a node's `store`
         graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease, sink), items)
@@ -247,47 +274,26 @@ class Execution:
             providers(tuple(self.settings.credential_providers)),
         )
         self._graph = graph
-        options = RunOptions.of(run)
-        graph_input: Any = options.first_input(run.input)
-        if options.not_before is not None and not run.has_history:
-            due = options.not_before - dt.datetime.now(dt.UTC)
-            if due.total_seconds() > 0:
-                # `after_seconds`: a timer wait, so the run holds no worker meanwhile
-                spec = WaitSpec(interrupt_id=AFTER, kind=WaitKind.TIMER, wake_at=options.not_before)
-                return Parked([spec])
-        if run.has_history:
-            closed = await self.policy.on_resume()
-            if closed is not None:
-                state = await graph.aget_state(config)
-                return BudgetStop(closed, state.values)
-        resumed = False
-        if run.has_history:
-            state = await graph.aget_state(config)
-            if state.metadata and state.metadata.get("run_id") == run.id:
-                resumed = True
-                translator.logged_tasks = await logged_tasks(self.store, run)
-                for lost in await missing_updates(graph, state, run.id, translator.logged_tasks):
-                    sink.put(lost)
-                graph_input = await self._continuation(state, sink)
-                if graph_input is _FINISHED:
-                    return state.values  # it had finished; only the final write was lost
-        if options.rollback_of and not resumed:
-            # multitask_strategy=rollback: start from before the run it replaced (which
-            # has ended: runs of a thread go one at a time)
-            fork = await before_run(graph, config, options.rollback_of)
-            if fork is NO_CHECKPOINT:
-                await self.store.checkpointer().adelete_thread(run.thread_id)
-            elif fork is not None:  # the head again, pending writes and all
-                await restore_as_head(graph, self.store.checkpointer(), run.thread_id, fork)
-        if options.checkpoint_id and not resumed:  # a fork, until the run has its own
-            config["configurable"]["checkpoint_id"] = options.checkpoint_id
+        return graph, config
+
+    async def _drive(
+        self,
+        graph: Any,
+        graph_input: Any,
+        config: RunnableConfig,
+        options: RunOptions,
+        sink: EventSink,
+        translator: Translator,
+    ) -> Any:
+        """Stream the graph into the log, metering it; stop at a budget breach with a
+        checkpoint, at interrupts with the waits they open."""
         final: Any = None
         keeper = Keeper(options, sink, translator)
         tap = EventsTap(sink) if "events" in options.keep else None
         if tap is not None:
             tap.attach(config)  # type: ignore[arg-type]
         try:
-            parts: Any = graph.astream(  # type: ignore[call-overload]
+            parts: Any = graph.astream(
                 graph_input,
                 config,
                 stream_mode=options.stream_modes(),
@@ -327,37 +333,6 @@ class Execution:
         keeper.release_held()  # no wait after all: they go out as they are
         return final
 
-    async def _continuation(self, state: StateSnapshot, sink: EventSink) -> Any:
-        """What to feed the graph to go on from this run's last checkpoint: the answers
-        to its pending interrupts, or ``None`` to resume after a crash or a drain."""
-        pending = {i.id for i in state.interrupts}
-        answered = await self.store.list_waits(self.run.id, WaitStatus.ANSWERED) if pending else []
-        # An auth wait's answer is sealed: the graph gets a reference, opened in memory by
-        # ``require_auth``, so the credential never enters a checkpoint.
-        resume = {w.interrupt_id: reference(w) for w in answered if w.interrupt_id in pending}
-        sink.put(
-            EventDraft(
-                EventType.RUN_RESUMED,
-                {
-                    "checkpoint_id": state.config.get("configurable", {}).get("checkpoint_id"),
-                    "next": [t.name for t in state.tasks],
-                    "attempt": self.run.attempts,
-                    "answers": len(resume),
-                },
-            )
-        )
-        # Not `state.next`: it leaves out the tasks whose writes were saved before the
-        # crash, and a step whose every task had saved its writes would look finished.
-        if not state.tasks:
-            return _FINISHED
-        note = await self.policy.take_note()
-        if note is not None:
-            return Command(
-                update={"messages": [HumanMessage(content=note, name="supervisor")]},
-                resume=resume or None,
-            )
-        return Command(resume=resume) if resume else None
-
     def _heartbeat(self) -> None:
         """Called by nodes, possibly from a worker thread (sync nodes)."""
         activity, loop = self._activity, self._loop
@@ -375,137 +350,3 @@ class Execution:
     def _can_remind(self) -> bool:
         """A supervisor message needs a conversation to go into."""
         return self._graph is not None and "messages" in self._graph.channels
-
-    async def _act(self, action: Action, values: Any) -> Outcome:
-        """Do what the policy decided; ``values`` is the run's best result."""
-        if isinstance(action, Complete):
-            return await self._end_completed(values, partial=action.partial)
-        if isinstance(action, Park):
-            return await self._park(Parked([action.spec]))
-        await self.store.release(self.lease, action.reason)
-        return Outcome(None, action.detail)
-
-    async def _park(self, parked: Parked) -> Outcome:
-        # The next attempt's meter starts from the stored usage: what this one metered
-        # since its last activity write must be kept, or the budget forgets it.
-        await self.policy.record()
-        status = await self.store.park(
-            self.lease, parked.specs, self.settings.signal_lookback, parked.events
-        )
-        return Outcome(status, f"{len(parked.specs)} wait(s)")
-
-    async def _end_completed(self, values: Any, partial: dict[str, Any] | None = None) -> Outcome:
-        result = to_jsonable(values)
-        faults.fault_point(faults.BEFORE_FINISH)
-        if partial is not None and isinstance(result, dict):
-            result["partial"] = True  # the contract: `result.partial` when closed early
-        data: dict[str, Any] = {"status": RunStatus.COMPLETED, "result": result}
-        if partial is not None:
-            data["partial"] = True
-            data["closed_by"] = partial
-        await self.store.finish(
-            self.lease,
-            RunStatus.COMPLETED,
-            EventDraft(EventType.RUN_COMPLETED, data),
-            result=result,
-        )
-        return Outcome(RunStatus.COMPLETED)
-
-    async def _end_failed(self, exc: BaseException) -> Outcome:
-        error = {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "traceback": "".join(traceback.format_exception(exc)[-8:]),
-        }
-        log.warning("run %s failed: %s: %s", self.run.id, type(exc).__name__, exc)
-        await self.policy.record()  # the snapshot shows what the failed run consumed
-        if self._sink is not None and await self._owes():
-            return await self._end_compensated(
-                self._sink, {"status": RunStatus.FAILED, "error": error}
-            )
-        await self.store.finish(
-            self.lease,
-            RunStatus.FAILED,
-            EventDraft(
-                EventType.RUN_FAILED,
-                {"status": RunStatus.FAILED, "error": {k: error[k] for k in ("type", "message")}},
-            ),
-            error=error,
-        )
-        return Outcome(RunStatus.FAILED, str(exc))
-
-    async def _end_stopped(self, sink: EventSink, translator: Translator) -> Outcome:
-        with contextlib.suppress(Exception):
-            translator.flush_messages()
-            await sink.flush()
-        if self.stop_reason == LEASE_LOST:
-            return Outcome(None, "lease lost")
-        if self.stop_reason == STORE_FAILED:
-            # Nothing can be written now; the worker lease will expire and the reaper
-            # requeues the run, which resumes from its last checkpoint.
-            return Outcome(None, "store failed")
-        if self.stop_reason == SUPERVISOR and self.policy.stopped is not None:
-            # the node in flight was cancelled on the supervisor's verdict
-            state = await self._graph.aget_state(run_config(self.run))
-            action = await self.policy.after_supervisor_stop(state.values)
-            return await self._act(action, state.values)
-        await self.policy.record()  # as at a park: the next attempt meters on from it
-        if self.stop_reason == CANCEL:
-            current = await self.store.get_run(self.run.id)
-            asked = (current.error if current else None) or {}
-            reason = asked.get("reason", "cancelled")
-            # (the LangGraph face's `interrupt` strategy keeps the state, effects and all)
-            if asked.get("compensate", True) and await self._owes():
-                error = {"type": asked.get("type", "cancelled"), "reason": reason}
-                ending = {"status": RunStatus.CANCELLED, "error": error}
-                return await self._end_compensated(sink, ending)
-            await self.store.finish(
-                self.lease,
-                RunStatus.CANCELLED,
-                EventDraft(
-                    EventType.RUN_CANCELLED, {"status": RunStatus.CANCELLED, "reason": reason}
-                ),
-                error={"type": "cancelled", "reason": reason},
-            )
-            return Outcome(RunStatus.CANCELLED, reason)
-        await self.store.release(self.lease, self.stop_reason or SHUTDOWN)
-        return Outcome(None, "released")
-
-    async def _owes(self) -> bool:
-        return bool(owed(await self.store.list_effects(self.run.id)))
-
-    async def _end_compensated(self, sink: EventSink, ending: dict[str, Any]) -> Outcome:
-        """Record how the run ends, undo its effects, end it so (or park it on a
-        compensation that needs a person)."""
-        await self.store.set_ending(self.lease, ending)
-        # a compensation defined beside a graph loaded by path is importable once the
-        # graph's module is (the servers load every graph at start; this is for the rest)
-        with contextlib.suppress(Exception):
-            self.registry.get(self.run.graph)
-        compensator = Compensator(
-            self.store,
-            self.run.id,
-            sink,
-            attempts=self.settings.compensation_attempts,
-            backoff=self.settings.compensation_backoff,
-            timeout=self.settings.compensation_timeout,
-        )
-        done = await compensator.run()
-        if isinstance(done, WaitSpec):
-            return await self._park(Parked([done]))
-        status = RunStatus(ending["status"])
-        error = {**(ending.get("error") or {}), "compensated": done}
-        await sink.flush()
-        faults.fault_point(faults.BEFORE_FINISH)
-        if status == RunStatus.CANCELLED:
-            data = {"status": status, "reason": error.get("reason"), "compensated": done}
-            kind = EventType.RUN_CANCELLED
-        else:
-            public = {k: error[k] for k in ("type", "message") if k in error}
-            data = {"status": status, "error": {**public, "compensated": done}}
-            kind = EventType.RUN_FAILED
-        await self.store.finish(self.lease, status, EventDraft(kind, data), error=error)
-        return Outcome(status, f"{len(done)} compensation(s)")
-
-
-_FINISHED = object()

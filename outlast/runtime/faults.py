@@ -31,6 +31,10 @@ HEARTBEAT_LOOP = "worker.heartbeat_loop"
 REAPER_LOOP = "worker.reaper_loop"
 RETENTION_LOOP = "worker.retention_loop"
 
+# A cancel the store has committed, before the API answers (service/runs.py): a rollback
+# asked with it is the runtime's to do, whatever happens to the process that accepted it.
+AFTER_CANCEL = "api.after_cancel"
+
 # A webhook the receiver has answered, before the outbox hears of it
 # (runtime/deliverer.py): the delivery is sent again, with the same id.
 WEBHOOK_AFTER_SEND = "webhook.after_send"

@@ -49,7 +49,7 @@ class Keeper:
             event["interrupts"] = [_interrupt(i) for i in part["interrupts"]]
         self.translator.flush_messages()  # model deltas already streamed go first
         if "interrupts" in event or mode == "updates":
-            # shown only once the run's waits exist (Store.park): a client that sees an
+            # shown only once the run's waits exist (WaitStore.park): a client that sees an
             # interrupt may answer it at once
             self.held.append(EventDraft(EventType.STREAM, event))
             return

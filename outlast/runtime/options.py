@@ -4,10 +4,10 @@ The native API has no use for them; LangGraph's clients do: which of LangGraph's
 modes the run keeps in its log (a stream is a view of the log, so a mode a client will
 read live or on a rejoin must be written by the run, not recomputed by the reader),
 breakpoints, context, durability, a checkpoint to fork from, a command instead of an
-input, a start time (``after_seconds``) and the run a ``rollback`` replaces. Stored with
-the run (``runs.options``) so every attempt of the run, on any worker, runs it the same
-way. Also here: where a rollback starts from (``before_run``, ``restore_as_head``), used
-by the execution and by ``cancel?action=rollback``.
+input, a start time (``after_seconds``). Stored with the run (``runs.options``) so every
+attempt of the run, on any worker, runs it the same way. Also here: how a rollback puts
+a thread back where it was before a run (``undo_run``: ``before_run``,
+``restore_as_head``), done by the worker that ends the run (``runtime/execution.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class RunOptions:
     checkpoint_id: str | None = None
     command: dict[str, Any] | None = None
     not_before: dt.datetime | None = None  # `after_seconds`, from acceptance
-    rollback_of: str | None = None  # multitask_strategy=rollback: the run it undoes
 
     @classmethod
     def of(cls, run: Run) -> RunOptions:
@@ -57,7 +56,6 @@ class RunOptions:
             not_before=dt.datetime.fromisoformat(raw["not_before"])
             if raw.get("not_before")
             else None,
-            rollback_of=raw.get("rollback_of"),
         )
 
     def stream_modes(self) -> list[str]:
@@ -105,6 +103,21 @@ AFTER = "after_seconds"
 
 
 NO_CHECKPOINT = "no checkpoint"
+
+
+async def undo_run(graph: Any, saver: Any, thread_id: str, run_id: str) -> None:
+    """Put the thread back where it was before run ``run_id``: a copy of the newest
+    checkpoint it did not write becomes the head (``restore_as_head``), or the thread is
+    emptied when every checkpoint is the run's; nothing when it wrote none. Written
+    through ``saver``, the run's leased checkpointer on Postgres: a worker that lost the
+    run writes nothing. Done again it finds nothing to undo (the head is then a copy the
+    run did not write), so a worker that takes over a run killed mid-rollback redoes it
+    safely."""
+    before = await before_run(graph, {"configurable": {"thread_id": thread_id}}, run_id)
+    if before == NO_CHECKPOINT:
+        await saver.adelete_thread(thread_id)
+    elif before is not None:
+        await restore_as_head(graph, saver, thread_id, before)
 
 
 async def before_run(graph: Any, config: Any, run_id: str) -> str | None:

@@ -4,12 +4,24 @@ execution and the worker (kept apart so neither module grows past reading size).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 
 from outlast.errors import StoreUnavailable
-from outlast.store import EventDraft, Run, RunStatus, WaitSpec
+from outlast.store import (
+    ActivityStore,
+    EffectStore,
+    EventDraft,
+    EventStore,
+    ItemStore,
+    LifecycleStore,
+    Run,
+    RunStatus,
+    RunStore,
+    WaitSpec,
+    WaitStore,
+)
 
 SHUTDOWN = "shutdown"
 SUPERVISOR = "supervisor"
@@ -70,3 +82,10 @@ class Parked:
     specs: list[WaitSpec]
     # the kept stream parts that show the interrupts, appended with the waits
     events: tuple[EventDraft, ...] = ()
+
+
+class ExecutionStore(
+    LifecycleStore, RunStore, EventStore, WaitStore, ActivityStore, EffectStore, ItemStore, Protocol
+):
+    """What executing one run uses: all but threads, the outbox, secrets, assistants and
+    LangGraph's records (a run's execution never touches them)."""

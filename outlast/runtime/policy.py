@@ -25,7 +25,7 @@ import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from outlast.config import Settings
 from outlast.runtime import metrics
@@ -34,7 +34,7 @@ from outlast.runtime.compensation import COMPENSATION_WAIT
 from outlast.runtime.credentials import CREDENTIAL_WAIT
 from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
-from outlast.store import EventDraft, Lease, Run, Store, Wait, WaitSpec
+from outlast.store import ActivityStore, EventDraft, Lease, Run, Wait, WaitSpec, WaitStore
 from outlast.supervisor import decisions
 from outlast.supervisor.decisions import StopDecision, Supervision
 from outlast.supervisor.ladder import SupervisorState, supervisor
@@ -113,10 +113,14 @@ def read_answer(wait: Wait, limits: Limits) -> Answer | None:
     return Answer(limits=granted(limits, dim, float(wait.answer.get("tranche", 0))))
 
 
+class PolicyStore(ActivityStore, WaitStore, Protocol):
+    """What the policy uses: the run's usage, memory and budget, and the answers to them."""
+
+
 class RunPolicy:
     def __init__(
         self,
-        store: Store,
+        store: PolicyStore,
         lease: Lease,
         settings: Settings,
         run: Run,

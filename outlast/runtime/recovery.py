@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StateSnapshot
 
 from outlast.jsonable import to_jsonable
-from outlast.store import EventDraft, Run, Store
+from outlast.store import EventDraft, EventStore, Run
 from outlast.vocabulary import EventType
 
 # How far back a resumed run reads its log for node.updated events (its last tasks'
@@ -35,7 +35,7 @@ LOOKBACK_EVENTS = 1000
 LOOKBACK_STEPS = 10
 
 
-async def logged_tasks(store: Store, run: Run) -> set[str]:
+async def logged_tasks(store: EventStore, run: Run) -> set[str]:
     """The tasks whose ``node.updated`` is in the tail of the run's log."""
     after = max(0, run.last_seq - LOOKBACK_EVENTS)
     events = await store.read_events(run.id, after, LOOKBACK_EVENTS)

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Callable
 
 from outlast.errors import LeaseLost
-from outlast.store import EventDraft, Lease, Store
+from outlast.store import EventDraft, EventStore, Lease
 from outlast.vocabulary import EventType
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class SinkClosed(Exception):
 class EventSink:
     def __init__(
         self,
-        store: Store,
+        store: EventStore,
         lease: Lease,
         on_error: Callable[[BaseException], None],
         max_bytes: int = 256_000,

@@ -16,7 +16,7 @@ from outlast.config import Settings
 from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import ProbeResult
-from outlast.store import Store, Wait
+from outlast.store import Wait, WaitStore
 from outlast.store.hub import WAITS, wait_for
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def _as_result(value: Any) -> ProbeResult:
 
 
 class Waker:
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: WaitStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
 

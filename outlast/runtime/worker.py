@@ -32,17 +32,18 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from outlast import logs
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import faults, metrics
-from outlast.runtime.deliverer import Deliverer
+from outlast.runtime.deliverer import Deliverer, DelivererStore
 from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
-from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, Outcome
+from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, ExecutionStore, Outcome
 from outlast.runtime.waker import Waker
-from outlast.store import TERMINAL, Claimant, Run, RunStatus, Store
+from outlast.store import TERMINAL, Claimant, LangGraphStore, Run, RunStatus
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 from outlast.webhooks.bodies import BodyMaker
 
@@ -65,10 +66,15 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+class WorkerStore(ExecutionStore, DelivererStore, LangGraphStore, Protocol):
+    """What a worker uses: its executions', its deliverer's and its waker's parts, and
+    LangGraph's records (temporary threads expire); never threads, secrets, assistants."""
+
+
 class Worker:
     def __init__(
         self,
-        store: Store,
+        store: WorkerStore,
         registry: GraphRegistry,
         settings: Settings,
         *,

@@ -1,4 +1,7 @@
-"""The store: runs, their events and leases, on Postgres or the embedded SQLite default."""
+"""The store: runs, their events and leases, on Postgres or the embedded SQLite default.
+
+``Store`` is the whole contract; its capabilities (``RunStore``, ``EventStore``, …:
+store/contract/) are what a component that uses a part of it names."""
 
 from __future__ import annotations
 
@@ -25,29 +28,57 @@ from outlast.store.base import (
     Wait,
     WaitSpec,
 )
+from outlast.store.contract import (
+    ActivityStore,
+    AssistantStore,
+    EffectStore,
+    EventStore,
+    ItemStore,
+    LangGraphStore,
+    LifecycleStore,
+    Notifying,
+    OutboxStore,
+    RunStore,
+    SecretStore,
+    ThreadStore,
+    WaitStore,
+)
 from outlast.vocabulary import TERMINAL, RunStatus
 
 __all__ = [
     "TERMINAL",
+    "ActivityStore",
     "Assistant",
+    "AssistantStore",
     "Claimant",
     "Effect",
+    "EffectStore",
     "Event",
     "EventDraft",
     "EventLender",
+    "EventStore",
     "HeldRun",
+    "ItemStore",
+    "LangGraphStore",
     "Lease",
     "LgRun",
+    "LifecycleStore",
     "ListCursor",
     "NewRun",
+    "Notifying",
+    "OutboxStore",
     "Reaped",
     "Run",
     "RunStatus",
+    "RunStore",
     "Sealed",
+    "SecretStore",
     "Store",
     "Thread",
+    "ThreadStore",
     "Wait",
     "WaitSpec",
+    "WaitStore",
     "make_store",
 ]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from outlast.errors import OutlastError
 from outlast.store.base import Assistant
-from outlast.store.common import Tx, TxProvider
+from outlast.store.tx import Tx, TxProvider
 
 SORT_FIELDS = frozenset({"assistant_id", "graph_id", "name", "created_at", "updated_at"})
 # What an update may change; ``metadata`` is merged into the current metadata, the other

@@ -14,6 +14,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 QUEUE = "queue"
 EVENTS = "events"
@@ -95,6 +96,13 @@ class Hub:
 
     def watcher_count(self) -> int:
         return sum(len(v) for v in self._waiters.values())
+
+
+class Notifying(Protocol):
+    """A part of the store whose writes notify: ``hub`` is where they are published, and
+    where a component that follows them (a stream, a waker, the claim loop) subscribes."""
+
+    hub: Hub
 
 
 async def wait_for(event: asyncio.Event, timeout: float) -> bool:  # noqa: ASYNC109

@@ -1,15 +1,15 @@
-"""The effects ledger written once for both backends (the contract: ``ledger.py``)."""
+"""The effects ledger written once for both backends (the contract: ``contract/effects.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from outlast.store.common import TxProvider
-from outlast.store.ledger import LedgerContract
-from outlast.store.records import Effect, Lease
+from outlast.store.contract.effects import EffectStore
+from outlast.store.records import Effect
+from outlast.store.tx import TxProvider
 
 
-class LedgerOps(TxProvider, LedgerContract):
+class LedgerOps(TxProvider, EffectStore):
     async def effect_begin(
         self,
         run_id: str,
@@ -59,6 +59,3 @@ class LedgerOps(TxProvider, LedgerContract):
     async def list_effects(self, run_id: str) -> list[Effect]:
         async with self._reading() as tx:
             return [tx.effect(r) for r in await tx.rows("e_list", run_id=run_id)]
-
-    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
-        await self._fenced_set("set_ending", lease, ending=ending)

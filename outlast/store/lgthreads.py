@@ -7,7 +7,7 @@ What must hold on both backends, and is therefore here and not in SQL:
   queue behind, supersede an interrupted one) is one transaction under the thread's
   lock: two clients starting runs on one thread cannot both see it idle.
 - A resume answers waits through the same conditional update as ``POST /v1/…/input``
-  (``common._answer``): of two concurrent resumes of one interrupt exactly one lands, and
+  (``wait_ops.answer_in``): of two concurrent resumes of one interrupt exactly one lands, and
   a resume whose answers do not all land changes nothing.
 """
 
@@ -29,9 +29,12 @@ from outlast.store.base import (
     same_request,
     system_assistant_id,
 )
-from outlast.store.common import Tx, TxProvider, _answer, append_events
-from outlast.store.hub import CONTROL, QUEUE, STATUS
-from outlast.vocabulary import EventType, RunStatus
+from outlast.store.hub import CONTROL
+from outlast.store.transition_ops import cancel_in
+from outlast.store.transitions import Ask
+from outlast.store.tx import Tx, TxProvider, append_events
+from outlast.store.wait_ops import answer_in
+from outlast.vocabulary import RunStatus
 
 BUSY = (
     "Thread is already running a task. Wait for it to finish or choose a different "
@@ -179,20 +182,18 @@ class LangGraphOps(TxProvider):
                 active = tx.run(row)
                 asking = active.status == RunStatus.WAITING and await _asking(tx, active.id)
                 if asking:
-                    await _cancel(tx, active.id, supersede_reason, "superseded")
+                    await cancel_in(tx, active.id, Ask.supersede(supersede_reason))
                 elif active.status == RunStatus.CANCELLING:
                     continue  # on its way out; the new run queues behind it
                 elif strategy == "reject":
                     raise ThreadBusy(BUSY)
                 elif strategy in ("interrupt", "rollback"):
-                    # rollback discards the run's state, so its effects are undone;
-                    # interrupt keeps it for the new run, effects and all
-                    await _cancel(
-                        tx,
-                        active.id,
-                        f"superseded by run {new.id} ({strategy})",
-                        compensate=strategy == "rollback",
-                    )
+                    # rollback discards the run's state (its worker restores the thread
+                    # before it ends, and the new run queues behind it), so its effects
+                    # are undone; interrupt keeps it for the new run, effects and all
+                    back = strategy == "rollback"
+                    reason = f"superseded by run {new.id} ({strategy})"
+                    await cancel_in(tx, active.id, Ask(reason, compensate=back, rollback=back))
                     if strategy == "rollback":
                         await tx.rows("lg_run_mark_deleted", run_id=active.id)
             run, created = await self._insert_run(tx, new)
@@ -220,12 +221,12 @@ class LangGraphOps(TxProvider):
                             f"{existing.id} with a different request body"
                         )
                     return existing, False
-            locked = await tx.rows("lg_lock_run", run_id=run_id)
+            locked = await tx.rows("run_lock", id=run_id)
             from_seq = int(locked[0]["last_seq"])
             drafts: list[EventDraft] = []
             for wait_id, value in answers.items():
                 wait = tx.wait((await tx.rows("w_get", id=wait_id))[0])
-                _, more = await _answer(tx, wait, value, "resume")
+                _, more = await answer_in(tx, wait, value, "resume")
                 drafts.extend(more)
             if drafts:
                 await append_events(tx, run_id, drafts)
@@ -303,31 +304,6 @@ async def _replayed(tx: Tx, new: NewRun) -> tuple[LgRun, Run, bool] | None:
 
 async def _asking(tx: Tx, run_id: str) -> bool:
     return bool((await tx.rows("lg_asking", run_id=run_id))[0]["n"])
-
-
-async def _cancel(
-    tx: Tx, run_id: str, reason: str, kind: str = "cancelled", *, compensate: bool = False
-) -> None:
-    """``request_cancel`` inside this transaction: a waiting or queued run is cancelled at
-    once, a running one is told to stop (its worker ends it). ``kind`` is the error type
-    the run keeps: ``superseded`` for an interrupted run that new input replaced (it had
-    ended its LangGraph run at the interrupt; it is not shown as cancelled there).
-    ``compensate``: its done effects are undone (``runtime/compensation.py``); a queued
-    or waiting run that owes some is cancelling until a worker has."""
-    rows = await tx.rows(
-        "lg_cancel", run_id=run_id, reason=reason, kind=kind, compensate=compensate
-    )
-    if not rows:
-        return
-    run = tx.run(rows[0])
-    kind = (
-        EventType.RUN_CANCELLED if run.status == RunStatus.CANCELLED else EventType.RUN_CANCELLING
-    )
-    if run.status == RunStatus.CANCELLED or run.worker_id is None:
-        await tx.rows("w_withdraw", run_id=run_id)
-    await append_events(tx, run_id, [EventDraft(kind, {"status": run.status, "reason": reason})])
-    for channel in (CONTROL, QUEUE, STATUS):
-        await tx.notify(channel, run_id)
 
 
 async def _merge_metadata(tx: Tx, thread_id: str, patch: dict[str, Any]) -> Thread | None:

@@ -1,5 +1,6 @@
 """The outbox's store methods, written once for both backends over ``_reading()`` /
-``_writing()`` and the named queries of ``queries_webhooks.sql`` (see ``outbox.py``)."""
+``_writing()`` and the named queries of ``queries_webhooks.sql`` (the contract:
+``contract/outbox.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from outlast.errors import IdempotencyKeyReused
 from outlast.store.assistants import _when
-from outlast.store.common import Tx, TxProvider
+from outlast.store.contract.outbox import OutboxStore
 from outlast.store.outbox import (
     Attempt,
     Claimed,
@@ -18,11 +19,11 @@ from outlast.store.outbox import (
     DeliveryNotDead,
     DeliveryNotFound,
     NewWebhook,
-    OutboxContract,
     Outcome,
     Webhook,
 )
 from outlast.store.records import NewRun
+from outlast.store.tx import Tx, TxProvider
 from outlast.vocabulary import DeliveryStatus
 
 
@@ -100,7 +101,7 @@ async def insert_run_webhooks(tx: Tx, new: NewRun) -> None:
         await insert_webhook(tx, dataclasses.replace(hook, run_id=new.id, principal=new.principal))
 
 
-class OutboxOps(TxProvider, OutboxContract):
+class OutboxOps(TxProvider, OutboxStore):
     async def create_webhook(self, new: NewWebhook) -> tuple[Webhook, bool]:
         async with self._writing() as tx:
             made = await insert_webhook(tx, new)

@@ -28,17 +28,17 @@ from outlast.store.base import (
     HeldRun,
     Lease,
     NewRun,
-    Reaped,
     Run,
     Store,
     Wait,
     same_request,
 )
-from outlast.store.common import SharedRunOps, Tx
+from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
+from outlast.store.park_ops import ParkOps
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -50,8 +50,12 @@ from outlast.store.rows import (
     run_from_row,
     wait_from_row,
 )
+from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
+from outlast.store.transition_ops import TransitionOps
+from outlast.store.tx import Tx
+from outlast.store.wait_ops import WaitOps
 from outlast.vocabulary import RunStatus
 
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
@@ -59,7 +63,19 @@ _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
 
 class PostgresStore(
-    SharedRunOps, AssistantOps, LangGraphOps, OutboxOps, SecretsOps, LedgerOps, Store
+    RunReadOps,
+    EventOps,
+    WaitOps,
+    ParkOps,
+    ThreadOps,
+    ActivityOps,
+    TransitionOps,
+    AssistantOps,
+    LangGraphOps,
+    OutboxOps,
+    SecretsOps,
+    LedgerOps,
+    Store,
 ):
     backend = "postgres"
 
@@ -201,12 +217,12 @@ class PostgresStore(
             # Eager start in one round trip: the insert and the claim as one pipeline,
             # which the server runs as one implicit transaction (see pg_saver.py). The
             # insert's upsert of the thread row locks it until the commit, so concurrent
-            # acceptances on one thread go one after the other, and claim_one, a later
+            # acceptances on one thread go one after the other, and the claim, a later
             # statement with a later snapshot, sees every run committed before it.
             async with self.pool.connection() as conn:
                 async with conn.pipeline():
                     inserted = await conn.execute(self._q["insert_run"], self._insert_params(new))
-                    claimed = await conn.execute(self._q["claim_one"], self._claim_params(new))
+                    claimed = await conn.execute(self._q["claim"], self._claim_params(new))
                     await conn.execute(self._q["announce_queued"], {"id": new.id})
                 rows = (await claimed.fetchall()) or (await inserted.fetchall())
         if rows:
@@ -218,13 +234,13 @@ class PostgresStore(
         return same_request(new, run_from_row(found[0])), False
 
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
-        # As in create_run, the insert locks the thread's row until the commit: claim_one,
+        # As in create_run, the insert locks the thread's row until the commit: the claim,
         # a later statement, sees every run of the thread accepted before this one.
         rows = await tx.rows("insert_run", **self._insert_params(new))
         if rows:
             await insert_run_webhooks(tx, new)
             if new.claim_for is not None:
-                claimed = await tx.rows("claim_one", **self._claim_params(new))
+                claimed = await tx.rows("claim", **self._claim_params(new))
                 if claimed:
                     return run_from_row(claimed[0]), True
                 await tx.rows("announce_queued", id=new.id)
@@ -235,7 +251,8 @@ class PostgresStore(
     @staticmethod
     def _claim_params(new: NewRun) -> dict[str, Any]:
         assert new.claim_for is not None
-        return {"id": new.id, "worker_id": new.claim_for.worker_id, "ttl": new.claim_for.ttl}
+        claim = new.claim_for
+        return {"id": new.id, "worker_id": claim.worker_id, "ttl": claim.ttl, "limit": 1}
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[Tx]:
@@ -252,7 +269,8 @@ class PostgresStore(
     # -- the worker side ---------------------------------------------------------------
 
     async def claim(self, worker_id: str, ttl: float, limit: int) -> list[Run]:
-        rows = await self._fetch("claim", {"worker_id": worker_id, "ttl": ttl, "limit": limit})
+        params = {"id": None, "worker_id": worker_id, "ttl": ttl, "limit": limit}
+        rows = await self._fetch("claim", params)
         return [run_from_row(r) for r in rows]
 
     async def renew(
@@ -327,26 +345,9 @@ class PostgresStore(
         seq: int = rows[0]["seq"]
         return seq
 
-    async def release(self, lease: Lease, reason: str) -> int:
-        rows = await self._fetch("release", {**self._lease_params(lease), "reason": reason})
-        if not rows:
-            raise LeaseLost.of(lease.run_id, lease.epoch)
-        seq: int = rows[0]["seq"]
-        return seq
-
-    async def request_cancel(self, run_id: str, reason: str) -> Run | None:
-        rows = await self._fetch("cancel", {"run_id": run_id, "reason": reason})
-        if rows:
-            return run_from_row(rows[0])
-        return await self.get_run(run_id)
-
-    async def reap(self, limit: int = 100) -> list[Reaped]:
-        rows = await self._fetch("reap", {"limit": limit})
-        return [Reaped(str(r["id"]), RunStatus(r["status"]), r["last_seq"]) for r in rows]
-
 
 class _PgTx:
-    """A pool connection for the shared code (common.py), in a transaction when it
+    """A pool connection for the code written once (tx.py), in a transaction when it
     writes; a NOTIFY inside a transaction is delivered at its commit."""
 
     def __init__(self, conn: Conn, q: dict[str, str]) -> None:

@@ -75,7 +75,7 @@ class Run:
     options: dict[str, Any] | None = None
     # the supervisor's memory of this run (runtime/policy.py), never shown to clients
     supervision: dict[str, Any] | None = None
-    # how it ends once its compensations are done ({"status", "error"}; store/ledger.py)
+    # how it ends once its compensations are done ({"status", "error"}; store/contract/effects.py)
     ending: dict[str, Any] | None = None
 
     @property

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from outlast.store.common import TxProvider
 from outlast.store.records import Sealed
+from outlast.store.tx import TxProvider
 from outlast.vocabulary import SEALED
 
 _EXTRA = ("token", "credentials")  # sealed fields of a webhook's extra (A2A push)

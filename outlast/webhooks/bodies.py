@@ -13,14 +13,19 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.config import Settings
-from outlast.store import Store
+from outlast.store import LangGraphStore, RunStore, WaitStore
 from outlast.store.outbox import Claimed
 
+
+class BodyStore(RunStore, WaitStore, LangGraphStore, Protocol):
+    """What a body maker may read: the run, its waits, its LangGraph runs."""
+
+
 # (the store, the claimed delivery, the process's settings: the keys of sealed secrets)
-BodyMaker = Callable[[Store, Claimed, Settings], Awaitable[Any]]
+BodyMaker = Callable[[BodyStore, Claimed, Settings], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ class Body:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-async def outlast_body(store: Store, claimed: Claimed, settings: Settings) -> Any:
+async def outlast_body(store: BodyStore, claimed: Claimed, settings: Settings) -> Any:
     del store, settings
     return claimed.delivery.payload
 
@@ -45,7 +50,7 @@ class NoBodyMaker(Exception):
 
 
 async def body_of(
-    store: Store, claimed: Claimed, makers: Mapping[str, BodyMaker], settings: Settings
+    store: BodyStore, claimed: Claimed, makers: Mapping[str, BodyMaker], settings: Settings
 ) -> tuple[bytes, dict[str, str]]:
     maker = makers.get(claimed.webhook.format)
     if maker is None:

@@ -17,10 +17,13 @@ from typing import Any
 from outlast.store import Event, Lease, NewRun, Run, Store
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, wait_for
 from outlast.store.postgres import PostgresStore
+from outlast.vocabulary import EventType
 from tests.util import new_run
 
 CHANNELS = (QUEUE, EVENTS, CONTROL, STATUS, WAITS)
 MARKER = "marker-"  # the key of the notifications `Notes.take` sends itself
+# The first event of every run: its type and payload keys.
+CREATED = (EventType.RUN_CREATED, {"status", "graph", "thread_id"})
 # Long enough for a loaded machine: a notification that does not come fails the test.
 DEADLINE = 30.0
 

@@ -1,7 +1,8 @@
 """Runs that owe compensations (``runtime/compensation.py``): once a run's ending is
 recorded it goes back to a worker, whatever happens to its lease, until it has undone its
 effects; a queued or waiting run cancelled with effects to undo waits for a worker as
-``cancelling``. The ledger keeps what undoes an effect and what an undoing undoes."""
+``cancelling``. Behaviour across two capabilities: the runs' transitions, given what the
+effects ledger says is owed (the ledger itself is test_effects.py's)."""
 
 from __future__ import annotations
 
@@ -19,19 +20,6 @@ ENDING = {"status": "failed", "error": {"type": "Boom", "message": "no"}}
 async def _booked(store: Store, run_id: str, key: str = "k1") -> None:
     await store.effect_begin(run_id, key, "book", "h", {}, True, compensate="m:unbook")
     await store.effect_finish(run_id, key, "done", result={"booking": 7})
-
-
-async def test_the_ledger_keeps_what_undoes_an_effect(store: Store) -> None:
-    run, _ = await claimed(store)
-    await _booked(store, run.id)
-    undo, fresh = await store.effect_begin(
-        run.id, "undo:k1", "unbook", "u", {"compensates": "k1"}, True, compensates="k1"
-    )
-    assert fresh and undo.compensates == "k1" and undo.compensate is None
-    effect, undoing = await store.list_effects(run.id)
-    assert (effect.compensate, effect.compensates) == ("m:unbook", None)
-    assert effect.public()["compensable"] and not undoing.public()["compensable"]
-    assert undoing.public()["compensates"] == "k1"
 
 
 async def test_set_ending_is_fenced_and_a_reaped_ending_run_comes_back(store: Store) -> None:
@@ -163,3 +151,22 @@ async def test_a_cancelling_run_owing_compensations_released_stays_cancelling(
     assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
     last = (await store.read_events(run.id, 0, 1000))[-1]
     assert (last.type, last.data["status"]) == (EventType.RUN_RELEASED, "cancelling")
+
+
+async def test_a_run_cancelled_owing_compensations_as_it_parks_waits_for_a_worker(
+    store: Store,
+) -> None:
+    run, lease = await claimed(store)
+    await _booked(store, run.id)
+    # its graph stopped at an interrupt; the cancel commits before the park does
+    await store.request_cancel(run.id, "user")
+    spec = WaitSpec(interrupt_id="i1", kind="human")
+    assert await store.park(lease, [spec], 0) == RunStatus.CANCELLING
+    after = await store.get_run(run.id)
+    assert after is not None and after.status == RunStatus.CANCELLING
+    assert after.worker_id is None and after.attempts == 0
+    assert after.ending == {"status": "cancelled", "error": {"type": "cancelled", "reason": "user"}}
+    assert [w.status for w in await store.list_waits(run.id)] == ["withdrawn"]
+    (again,) = await store.claim("w2", 30, 1)
+    assert again.id == run.id and again.status == RunStatus.CANCELLING
+    assert again.ending == after.ending

@@ -1,10 +1,16 @@
 """The effects ledger: ``started`` committed before a call leaves, its result after; a key
-seen again returns what the ledger holds instead of a second call."""
+seen again returns what the ledger holds instead of a second call; what undoes an effect
+and what an undoing undoes; and ``set_ending``, its one fenced write."""
 
 from __future__ import annotations
 
-from outlast.store import Store
+import pytest
+
+from outlast.errors import LeaseLost
+from outlast.store import Lease, Store
 from tests.store_contract.support import Notes, claimed, events_after
+
+ENDING = {"status": "failed", "error": {"type": "Boom", "message": "no"}}
 
 
 async def test_begin_finish_retry_list(store: Store, notes: Notes) -> None:
@@ -49,4 +55,34 @@ async def test_begin_finish_retry_list(store: Store, notes: Notes) -> None:
     assert await store.list_effects("00000000-0000-0000-0000-000000000000") == []
     # the ledger is not the log: the worker appends the effect.* events itself
     assert await events_after(store, run.id, run.last_seq) == []
+    assert await notes.take() == set()
+
+
+async def test_the_ledger_keeps_what_undoes_an_effect(store: Store) -> None:
+    run, _ = await claimed(store)
+    await store.effect_begin(run.id, "k1", "book", "h", {}, True, compensate="m:unbook")
+    await store.effect_finish(run.id, "k1", "done", result={"booking": 7})
+    undo, fresh = await store.effect_begin(
+        run.id, "undo:k1", "unbook", "u", {"compensates": "k1"}, True, compensates="k1"
+    )
+    assert fresh and undo.compensates == "k1" and undo.compensate is None
+    effect, undoing = await store.list_effects(run.id)
+    assert (effect.compensate, effect.compensates) == ("m:unbook", None)
+    assert effect.public()["compensable"] and not undoing.public()["compensable"]
+    assert undoing.public()["compensates"] == "k1"
+
+
+async def test_set_ending_is_fenced_recorded_and_silent(store: Store, notes: Notes) -> None:
+    run, lease = await claimed(store)
+    await notes.take()
+    stale = Lease(run.id, lease.worker_id, lease.epoch + 1)
+    with pytest.raises(LeaseLost):
+        await store.set_ending(stale, ENDING)
+    before = await store.get_run(run.id)
+    assert before is not None and before.ending is None
+    await store.set_ending(lease, ENDING)
+    after = await store.get_run(run.id)
+    assert after is not None and after.ending == ENDING
+    # a decision, not a transition: the run still runs, nothing is appended, nobody woken
+    assert after.status == run.status and after.last_seq == run.last_seq
     assert await notes.take() == set()

@@ -7,22 +7,20 @@ import asyncio
 
 import pytest
 
-from outlast.errors import IdempotencyKeyReused, LeaseLost, ThreadBusy
+from outlast.errors import IdempotencyKeyReused, LeaseLost
 from outlast.store import EventDraft, Lease, ListCursor, Store
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS
 from outlast.vocabulary import EventType, RunStatus
 from tests.store_contract.support import (
+    CREATED,
     Notes,
-    assert_seqs,
     claimed,
     events_after,
     notes_of,
     shape,
-    status_of,
 )
 from tests.util import new_run
 
-CREATED = (EventType.RUN_CREATED, {"status", "graph", "thread_id"})
 STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id"})
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 
@@ -398,34 +396,3 @@ async def test_cancelled_queued_run_unblocks_its_thread(store: Store) -> None:
     await store.request_cancel(first.id, "x")
     (got,) = await store.claim("w", 30, 10)
     assert got.id == second.id
-
-
-# -- runs on a thread ----------------------------------------------------------------------
-
-
-async def test_thread_run_refused_while_busy_unless_enqueued(store: Store, notes: Notes) -> None:
-    first, created = await store.create_thread_run(new_run(thread_id="T"), if_busy="reject")
-    assert created and first.status == RunStatus.QUEUED
-    assert await notes.take() == notes_of(first.id, QUEUE)
-    with pytest.raises(ThreadBusy):
-        await store.create_thread_run(new_run(thread_id="T"), if_busy="reject")
-    assert await notes.take() == set()
-    second, created = await store.create_thread_run(new_run(thread_id="T"), if_busy="enqueue")
-    assert created and second.status == RunStatus.QUEUED
-    assert shape(await store.read_events(second.id, 0, 10)) == [CREATED]
-    latest = await store.latest_run("T")
-    assert latest is not None and latest.id == second.id
-    assert await store.latest_run("nowhere") is None
-    await store.request_cancel(first.id, "x")
-    await store.request_cancel(second.id, "x")
-    third, _ = await store.create_thread_run(new_run(thread_id="T"), if_busy="reject")
-    assert await status_of(store, third.id) == RunStatus.QUEUED
-
-
-async def test_thread_run_replays_its_idempotency_key(store: Store) -> None:
-    first, _ = await store.create_thread_run(new_run(thread_id="T", key="k"), if_busy="enqueue")
-    again, created = await store.create_thread_run(
-        new_run(thread_id="T", key="k"), if_busy="enqueue"
-    )
-    assert not created and again.id == first.id
-    assert_seqs(await store.read_events(first.id, 0, 10), 1)

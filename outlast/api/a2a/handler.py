@@ -50,18 +50,13 @@ from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
 from outlast.api.a2a import push
-from outlast.api.a2a.tasks import FINAL, INTERRUPTED, asking, open_waits, task_of
+from outlast.api.a2a.tasks import FINAL, INTERRUPTED, task_of
 from outlast.api.context import AppContext
-from outlast.api.edge import admit
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.api.waits import stored, validate_answer
-from outlast.errors import InvalidAnswer, OutlastError, WaitNotOpen
-from outlast.runtime import eager
-from outlast.runtime.accept import new_run
+from outlast.errors import OutlastError, WaitNotOpen
 from outlast.store import Run, Wait
 from outlast.store.hub import STATUS, wait_for
-from outlast.vocabulary import WaitStatus
 
 _CONTEXT = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 CTX = "outlast.ctx"  # ServerCallContext.state: the request's AppContext (routes.py)
@@ -126,7 +121,7 @@ class OutlastHandler(RequestHandler):
         run = await self._run(ctx, params.id, context.state[GRAPH])
         if run.terminal:
             raise TaskNotCancelableError(message=f"Task {run.id} is {run.status.value}")
-        await ctx.store.request_cancel(run.id, "canceled through A2A")
+        await ctx.runs.cancel(run, "canceled through A2A")
         run, waits = await _settled(ctx, run.id, ctx.settings.result_wait_max, final_only=True)
         return task_of(run, waits)
 
@@ -197,18 +192,12 @@ class OutlastHandler(RequestHandler):
         except ValidationError as exc:
             raise InvalidParamsError(message=f"the run: {exc.errors()[0]['msg']}") from None
         try:
-            new = new_run(
-                run_request(ctx, body, graph, body.thread_id),
-                graphs=ctx.registry.names,
-                max_attempts=ctx.settings.max_attempts,
-                idempotency_key=f"a2a:{message.message_id}",
-                principal=ctx.principal,
+            made = await ctx.runs.accept(
+                run_request(body, graph, body.thread_id), key=f"a2a:{message.message_id}"
             )
-            await admit(ctx, body.thread_id, new.idempotency_key)
-            run, _ = await eager.accept(ctx.worker, new, ctx.store.create_run, eager.first_created)
         except OutlastError as exc:
             raise InvalidParamsError(message=f"{exc.title}: {exc}") from None
-        return run
+        return made.run
 
     async def _answer(self, ctx: AppContext, message: Message, graph: str) -> Run:
         """A follow-up: the answer to what the task asks, exactly once. The message id is
@@ -223,7 +212,7 @@ class OutlastHandler(RequestHandler):
             raise UnsupportedOperationError(
                 message=f"Task {run.id} is in terminal state: {run.status.value}"
             )
-        waits = asking(await ctx.store.list_waits(run.id, WaitStatus.OPEN))
+        waits = await ctx.runs.asking(run)
         if not waits:
             raise UnsupportedOperationError(
                 message=f"Task {run.id} asks for nothing now: it is {run.status.value}"
@@ -233,17 +222,15 @@ class OutlastHandler(RequestHandler):
                 message=f"Task {run.id} asks {len(waits)} things at once; answer them through "
                 "POST /v1/runs/{id}/input, one wait at a time"
             )
-        value = _answer_value(message)
         try:
-            validate_answer(waits[0], value)
-        except InvalidAnswer as exc:
-            raise InvalidParamsError(message=str(exc)) from None
-        value = stored(ctx.settings, waits[0], value)
-        try:
-            await ctx.store.answer(run.id, waits[0].id, value, "a2a", key)
+            run, _ = await ctx.runs.answer(
+                run, waits[0].id, _answer_value(message), source="a2a", key=key
+            )
         except WaitNotOpen as exc:
             raise UnsupportedOperationError(message=str(exc)) from None
-        return await self._run(ctx, run.id, graph)
+        except OutlastError as exc:  # the answer's size or shape
+            raise InvalidParamsError(message=f"{exc.title}: {exc}") from None
+        return run
 
 
 def _ctx(context: ServerCallContext) -> AppContext:
@@ -276,7 +263,7 @@ def _answer_value(message: Message) -> Any:
 
 
 async def _waits(ctx: AppContext, run: Run) -> list[Wait]:
-    return await open_waits(ctx.store, run)
+    return await ctx.runs.open_waits(run)
 
 
 async def _settled(

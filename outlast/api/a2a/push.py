@@ -21,14 +21,15 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from outlast.api.a2a.tasks import open_waits, task_of
+from outlast.api.a2a.tasks import task_of
 from outlast.api.context import AppContext
 from outlast.config import Settings
 from outlast.secretbox import SecretBox
-from outlast.store import Run, Store
+from outlast.service.standing import open_waits
+from outlast.store import Run
 from outlast.store.outbox import Claimed, NewWebhook, Webhook
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
-from outlast.webhooks.bodies import Body
+from outlast.webhooks.bodies import Body, BodyStore
 from outlast.webhooks.urls import UnsafeUrl, check_url
 
 FORMAT = "a2a"
@@ -102,7 +103,7 @@ def _view(task_id: str, hook: Webhook) -> TaskPushNotificationConfig:
     return view
 
 
-async def body(store: Store, claimed: Claimed, settings: Settings) -> Body:
+async def body(store: BodyStore, claimed: Claimed, settings: Settings) -> Body:
     """The ``a2a`` body: the task now, as a ``StreamResponse``, and the config's headers."""
     run = await store.get_run(claimed.delivery.run_id)
     if run is None:

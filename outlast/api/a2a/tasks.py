@@ -18,8 +18,9 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from outlast.jsonable import to_jsonable
-from outlast.store import Run, Store, Wait
-from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitKind, WaitStatus
+from outlast.service.standing import answerable
+from outlast.store import Run, Wait
+from outlast.vocabulary import RunStatus, WaitKind
 
 _ENDS = {
     RunStatus.COMPLETED: TaskState.TASK_STATE_COMPLETED,
@@ -30,25 +31,13 @@ INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STA
 FINAL = frozenset(_ENDS.values())
 
 
-async def open_waits(store: Store, run: Run) -> list[Wait]:
-    """What a waiting run waits for (nothing for a run in any other status)."""
-    if run.status != RunStatus.WAITING:
-        return []
-    return await store.list_waits(run.id, WaitStatus.OPEN)
-
-
-def asking(waits: list[Wait]) -> list[Wait]:
-    """The open waits a follow-up message answers (a person's, a credential's)."""
-    return [w for w in waits if w.kind in ANSWERABLE_KINDS]
-
-
 def state_of(run: Run, waits: list[Wait]) -> int:
     if run.status in _ENDS:
         return _ENDS[run.status]
     if run.status == RunStatus.QUEUED:
         return TaskState.TASK_STATE_SUBMITTED
     if run.status == RunStatus.WAITING:
-        asked = asking(waits)
+        asked = answerable(waits)
         if any(w.kind == WaitKind.AUTH for w in asked):
             return TaskState.TASK_STATE_AUTH_REQUIRED
         if asked:
@@ -71,7 +60,7 @@ def _text(value: Any) -> str:
 
 
 def status_message(run: Run, waits: list[Wait]) -> Message | None:
-    asked = asking(waits)
+    asked = answerable(waits)
     if run.status == RunStatus.WAITING and asked:
         return _agent(run, *(new_text_part(_text(w.prompt or w.object or w.kind)) for w in asked))
     if run.status == RunStatus.FAILED and run.error:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import re
 import uuid
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.edge import admit, check_size
 from outlast.api.lg import webhook
 from outlast.api.lg.access import (
     BadRequest,
@@ -33,14 +31,11 @@ from outlast.api.lg.access import (
 from outlast.api.lg.assistants import resolve_assistant
 from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
-from outlast.api.waits import stored, validate_answer
-from outlast.errors import RunNotFound
-from outlast.runtime import eager
-from outlast.runtime.accept import RunRequest, new_run
-from outlast.runtime.budget import resolve_budget
+from outlast.runtime.accept import RunRequest
 from outlast.runtime.options import KEPT_MODES
-from outlast.store import LgRun, RunStatus, Wait
-from outlast.vocabulary import ANSWERABLE_KINDS, WaitStatus
+from outlast.service.admission import check_size
+from outlast.service.placement import LangGraphRun
+from outlast.store import Assistant, LgRun, Wait
 
 _LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
 SUPERSEDED = "superseded: new input on an interrupted thread discarded its pending interrupt"
@@ -60,14 +55,7 @@ async def start(
     stateless run (``thread_id`` None) gets a new thread, made with the run (its id
     is not part of the idempotency fingerprint: a retry gets the same run and thread).
     ``streamed``: the response streams the run (its modes are kept in the log)."""
-    try:
-        modes = body.modes()
-    except ValueError as exc:
-        raise Unprocessable(str(exc)) from None
-    if set(modes) & UNSUPPORTED_MODES:
-        raise Unprocessable(
-            f"stream_mode {sorted(set(modes) & UNSUPPORTED_MODES)} is not supported"
-        )
+    modes = _modes(body)
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
     if configurable and body.context:
@@ -76,14 +64,10 @@ async def start(
         )
     assistant = await resolve_assistant(ctx, body.assistant_id)
     check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
-    stateless = thread_id is None
-    if stateless:
-        if body.resumes():
-            raise BadRequest("You must provide a thread_id when resuming.")
-    else:
-        assert thread_id is not None
+    if thread_id is None and body.resumes():
+        raise BadRequest("You must provide a thread_id when resuming.")
+    if thread_id is not None:
         await _thread_for_run(ctx, thread_id, body.if_not_exists)
-    kwargs = _kwargs(body, modes)
     now = dt.datetime.now(dt.UTC)
     draft = LgRun(
         id=str(uuid.uuid4()),
@@ -92,7 +76,7 @@ async def start(
         principal=ctx.principal,
         assistant_id=assistant.assistant_id,
         from_seq=0,
-        kwargs=kwargs,
+        kwargs=_kwargs(body, modes),
         metadata=body.metadata or {},
         multitask_strategy=body.multitask_strategy,
         created_at=now,
@@ -102,18 +86,38 @@ async def start(
         resumed = await _resume(ctx, thread_id, body, draft)
         if resumed is not None:
             return resumed
+    options = _options(body, modes, streamed, now, configurable)
+    return await _accepted(
+        ctx, body, key, draft, _request(body, assistant, config, configurable, options, thread_id)
+    )
+
+
+def _modes(body: RunCreate) -> list[str]:
+    try:
+        modes = body.modes()
+    except ValueError as exc:
+        raise Unprocessable(str(exc)) from None
+    if set(modes) & UNSUPPORTED_MODES:
+        raise Unprocessable(
+            f"stream_mode {sorted(set(modes) & UNSUPPORTED_MODES)} is not supported"
+        )
+    return modes
+
+
+def _options(
+    body: RunCreate,
+    modes: list[str],
+    streamed: bool,
+    now: dt.datetime,
+    configurable: dict[str, Any],
+) -> dict[str, Any]:
+    """What the request sets for the execution (``runtime/options.py``). Takes the keys
+    that name where a run starts out of ``configurable``: a fork, not a setting."""
     fork = body.checkpoint_id or (body.checkpoint.checkpoint_id if body.checkpoint else None)
     fork = fork or configurable.get("checkpoint_id")
     for name in _POSITION_KEYS:
         configurable.pop(name, None)
-    merged = {**assistant.config, **config}
-    merged["configurable"] = {**(assistant.config.get("configurable") or {}), **configurable}
-    try:
-        check_config(merged)
-    except ValueError as exc:
-        raise Unprocessable(f"config: {exc}") from None
-    context = {**assistant.context, **(body.context or {})}
-    options: dict[str, Any] = {
+    return {
         # what a stream will read: a /wait or a create that names no mode reads the
         # result, not the log (a later join still has updates, messages and custom)
         "keep": sorted(set(modes) & KEPT_MODES)
@@ -122,64 +126,62 @@ async def start(
         "subgraphs": body.stream_subgraphs,
         "interrupt_before": body.interrupt_before,
         "interrupt_after": body.interrupt_after,
-        "context": context or None,
         "durability": _durability(body),
         "checkpoint_id": fork,
         "command": body.command.model_dump(exclude_unset=True) if body.command else None,
         "not_before": (now + dt.timedelta(seconds=body.after_seconds)).isoformat()
         if body.after_seconds
         else None,
-        "rollback_of": await _rolled_back(ctx, thread_id)
-        if thread_id is not None and body.multitask_strategy == "rollback"
-        else None,
     }
-    graph = assistant.graph_id
-    model = ctx.registry.model_for(graph, merged)
-    new = new_run(
-        RunRequest(
-            graph=graph,
-            input=body.input,
-            thread_id=thread_id,  # None: new_run makes one (outside the fingerprint)
-            config=merged,
-            metadata=body.metadata,
-            budget=resolve_budget(None, ctx.settings.budget_defaults, ctx.settings.budget_caps),
-            model=model,
-            options={k: v for k, v in options.items() if v not in (None, [], False)},
+
+
+def _request(
+    body: RunCreate,
+    assistant: Assistant,
+    config: dict[str, Any],
+    configurable: dict[str, Any],
+    options: dict[str, Any],
+    thread_id: str | None,
+) -> RunRequest:
+    """The run in the run service's terms: the assistant's config and context under the
+    request's."""
+    merged = {**assistant.config, **config}
+    merged["configurable"] = {**(assistant.config.get("configurable") or {}), **configurable}
+    try:
+        check_config(merged)
+    except ValueError as exc:
+        raise Unprocessable(f"config: {exc}") from None
+    context = {**assistant.context, **(body.context or {})}
+    options = {**options, "context": context or None}
+    return RunRequest(
+        graph=assistant.graph_id,
+        input=body.input,
+        thread_id=thread_id,  # None: the service makes one (outside the fingerprint)
+        config=merged,
+        metadata=body.metadata,
+        options={k: v for k, v in options.items() if v not in (None, [], False)},
+    )
+
+
+async def _accepted(
+    ctx: AppContext, body: RunCreate, key: str | None, draft: LgRun, request: RunRequest
+) -> Found:
+    url = body.webhook
+    made = await ctx.runs.accept(
+        request,
+        key=key,
+        placement=LangGraphRun(
+            draft,
+            body.multitask_strategy,
+            SUPERSEDED,
+            temporary=request.thread_id is None and body.on_completion == "delete",
         ),
-        graphs=ctx.registry.names,
-        max_attempts=ctx.settings.max_attempts,
-        idempotency_key=key,
-        principal=ctx.principal,
+        hooks=(lambda run_id: [webhook.subscription(ctx.settings, url, run_id)]) if url else None,
     )
-    if body.webhook:
-        hook = webhook.subscription(ctx.settings, body.webhook, new.id)
-        new = dataclasses.replace(new, webhooks=(hook,))
-    await admit(ctx, thread_id, key)
-    draft = LgRun(**{**_fields(draft), "id": new.id, "run_id": new.id, "thread_id": new.thread_id})
-    create = functools.partial(
-        ctx.store.lg_create_run,
-        lg=draft,
-        strategy=body.multitask_strategy,
-        supersede_reason=SUPERSEDED,
-        temporary=stateless and body.on_completion == "delete",
-    )
-    lg, run, created = await eager.accept(ctx.worker, new, create, lambda r: r[1] if r[2] else None)
-    if created:  # a new run is its own only stretch, and asks nothing yet
-        return Found(lg, run, latest=True, asking=False)
-    return await found(ctx, lg, run)
-
-
-async def _rolled_back(ctx: AppContext, thread_id: str) -> str | None:
-    """The run a ``rollback`` replaces: the thread's run in flight, if any (the new run
-    starts from before it; runtime/execution.py finds the checkpoint once it has ended)."""
-    latest = await ctx.store.latest_run(thread_id)
-    if latest is None or latest.status not in (RunStatus.RUNNING, RunStatus.CANCELLING):
-        return None
-    return latest.id
-
-
-def _fields(lg: LgRun) -> dict[str, Any]:
-    return {name: getattr(lg, name) for name in lg.__dataclass_fields__}
+    assert made.lg is not None
+    if made.created:  # a new run is its own only stretch, and asks nothing yet
+        return Found(made.lg, made.run, latest=True)
+    return await found(ctx, made.lg, made.run)
 
 
 def _durability(body: RunCreate) -> str | None:
@@ -227,51 +229,19 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
     ``strict_resume``: then it is an ordinary run with ``Command(resume=…)``, as
     LangGraph's server does (and nothing happens)."""
     assert body.command is not None
-    latest = await ctx.store.latest_run(thread_id)
-    waits: list[Wait] = []
-    if latest is not None and latest.status == RunStatus.WAITING:
-        waits = [
-            w
-            for w in await ctx.store.list_waits(latest.id, WaitStatus.OPEN)
-            if w.kind in ANSWERABLE_KINDS
-        ]
-    if latest is None or not waits:
-        if body.strict_resume:
-            raise Conflict(f"Thread {thread_id} has no pending interrupt to resume")
-        if latest is not None and not latest.terminal:
-            # the interrupt was resumed already (by a concurrent resume, or through
-            # /v1), or the run is still going: a second answer never resumes twice
-            raise Conflict(
-                f"Thread {thread_id} has no pending interrupt: its run {latest.id} is "
-                f"{latest.status.value}"
-            )
+    pending = await ctx.runs.to_resume(thread_id, strict=body.strict_resume)
+    if pending is None:
         return None
+    latest, waits = pending
     answers = _answers(body.command.resume, waits, body.strict_resume)
-    for wait_id, value in answers.items():
-        wait = next(w for w in waits if w.id == wait_id)
-        check_size(value, ctx.settings.max_answer_bytes, "the resume value", "max_answer_bytes")
-        validate_answer(wait, value)
-        answers[wait_id] = stored(ctx.settings, wait, value)
     if any(w.kind == "auth" for w in waits if w.id in answers):
         # a credential goes to the run through its wait row, never into a record that
         # clients read back (the Run's kwargs), as wait.ended redacts it on /v1
         command = {**(draft.kwargs.get("command") or {}), "resume": "(redacted)"}
-        draft = LgRun(**{**_fields(draft), "kwargs": {**draft.kwargs, "command": command}})
-    hook = None
-    if body.webhook:  # before the answer: the run may end as soon as it is answered
-        new_hook = webhook.subscription(ctx.settings, body.webhook, draft.id)
-        hook, _ = await ctx.store.create_webhook(
-            dataclasses.replace(new_hook, run_id=latest.id, principal=ctx.principal)
-        )
-    try:
-        lg, _ = await ctx.store.lg_resume(latest.id, answers, draft)
-    except BaseException:
-        if hook is not None:
-            await ctx.store.delete_webhook(hook.id, ctx.principal)
-        raise
-    run = await ctx.store.get_run(latest.id)
-    if run is None:  # pragma: no cover - deleted under us
-        raise RunNotFound(f"run {latest.id} is gone")
+        draft = dataclasses.replace(draft, kwargs={**draft.kwargs, "command": command})
+    # made before the answer: the run may end as soon as it is answered
+    hook = webhook.subscription(ctx.settings, body.webhook, draft.id) if body.webhook else None
+    lg, run = await ctx.runs.resume(latest, answers, draft, hook)
     return await found(ctx, lg, run)
 
 

@@ -12,12 +12,11 @@ from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
-from outlast.runtime.options import AFTER
 from outlast.runtime.policy import asks_for_the_runtime
-from outlast.store import LgRun, Run, RunStatus, Thread, Wait
+from outlast.service.standing import NOT_WAITING, Standing, lg_run_status, standing
+from outlast.store import LgRun, Run, Thread, Wait
 from outlast.store.base import system_assistant_id
 from outlast.store.lgthreads import native
-from outlast.vocabulary import ANSWERABLE_KINDS as ANSWERABLE
 from outlast.vocabulary import WaitStatus
 
 
@@ -95,9 +94,24 @@ class Found:
     lg: LgRun
     run: Run
     latest: bool  # the outlast run's newest stretch
-    asking: bool  # the outlast run waits for a client's answer
-    delayed: bool = False  # accepted with `after_seconds`, not yet due
-    asked: tuple[Wait, ...] = ()  # the runtime's own open waits (in no checkpoint)
+    stands: Standing = NOT_WAITING  # what the run's open waits say (the run service's)
+
+    @property
+    def asking(self) -> bool:
+        return self.stands.asking
+
+    @property
+    def delayed(self) -> bool:
+        return self.stands.delayed
+
+    @property
+    def asked(self) -> tuple[Wait, ...]:
+        return self.stands.asked
+
+    @property
+    def status(self) -> str:
+        """The LangGraph run's status (the one status mapping)."""
+        return lg_run_status(self.run, self.latest, self.stands)
 
 
 async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> Found:
@@ -121,8 +135,7 @@ async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> 
 
 async def found(ctx: AppContext, lg: LgRun, run: Run) -> Found:
     stretches = await ctx.store.lg_runs_of_run(run.id)
-    waiting = run.status == RunStatus.WAITING
-    waits = await ctx.store.list_waits(run.id, WaitStatus.OPEN) if waiting else []
+    waits = await ctx.runs.open_waits(run)
     return found_of(lg, run, stretches[-1].id if stretches else None, waits)
 
 
@@ -130,13 +143,7 @@ def found_of(lg: LgRun, run: Run, last_stretch: str | None, open_waits: list[Wai
     """What ``found`` derives, from what a listing reads once for its whole page: the id
     of the run's last stretch (None for a run made through ``/v1``) and its open waits."""
     latest = last_stretch is None or last_stretch == lg.id
-    asking = delayed = False
-    asked: tuple[Wait, ...] = ()
-    if run.status == RunStatus.WAITING:
-        asking = any(w.kind in ANSWERABLE for w in open_waits)
-        delayed = any(w.interrupt_id == AFTER for w in open_waits)
-        asked = tuple(w for w in open_waits if asks_for_the_runtime(w))
-    return Found(lg, run, latest, asking, delayed, asked)
+    return Found(lg, run, latest, standing(run, open_waits))
 
 
 async def asked_of(ctx: AppContext, thread: Thread) -> list[Wait]:

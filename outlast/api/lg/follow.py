@@ -216,20 +216,3 @@ async def keepalive_json(work: asyncio.Task[Any], every: float) -> AsyncIterator
     finally:
         if not work.done():
             work.cancel()
-
-
-async def terminal(ctx: AppContext, run_id: str, at_most: float) -> None:
-    """Until the run is terminal (or ``at_most`` seconds): a cancel with ``wait=1``
-    really waits."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + at_most
-    with ctx.store.hub.watch(STATUS, run_id) as changed:
-        while True:
-            run = await ctx.store.get_run(run_id)
-            if run is None or run.terminal:
-                return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            await wait_for(changed, min(remaining, 5.0))
-            changed.clear()

@@ -25,12 +25,10 @@ from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
 from outlast.api.lg.accept import start
 from outlast.api.lg.access import (
-    Conflict,
     Found,
     Unprocessable,
     found,
     found_of,
-    graph_of,
     lg_run_or_404,
     thread_or_404,
 )
@@ -40,12 +38,10 @@ from outlast.api.lg.follow import (
     keepalive_json,
     requested_modes,
     sse,
-    terminal,
     wait_until_over,
 )
 from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
-from outlast.api.lg.views import run_json, run_status
-from outlast.runtime.options import NO_CHECKPOINT, before_run, restore_as_head
+from outlast.api.lg.views import run_json
 from outlast.store import LgRun, RunStatus
 
 log = logging.getLogger(__name__)
@@ -59,10 +55,6 @@ _cancels: set[asyncio.Task[Any]] = set()
 def _paths(f: Found) -> tuple[str, str]:
     base = f"/threads/{f.lg.thread_id}/runs/{f.lg.id}"
     return base, f"{base}/stream"
-
-
-def _status(f: Found) -> str:
-    return run_status(f.run, f.latest, f.asking, f.delayed)
 
 
 def _headers(f: Found, location: str) -> dict[str, str]:
@@ -120,7 +112,7 @@ async def _watched(
 
 def _cancel_later(ctx: AppContext, f: Found, reason: str) -> None:
     """From a ``finally`` of a stream being closed: the cancel must outlive it."""
-    task = asyncio.get_running_loop().create_task(ctx.store.request_cancel(f.run.id, reason))
+    task = asyncio.get_running_loop().create_task(ctx.runs.cancel(f.run, reason))
     _cancels.add(task)
     task.add_done_callback(_cancels.discard)
 
@@ -139,13 +131,7 @@ def _wait_response(ctx: AppContext, f: Found, cancel_on_gone: bool) -> Streaming
             done = True
         finally:
             if cancel_on_gone and not done:
-                task = asyncio.get_running_loop().create_task(
-                    ctx.store.request_cancel(
-                        f.run.id, "the client disconnected (cancel_on_disconnect)"
-                    )
-                )
-                _cancels.add(task)
-                task.add_done_callback(_cancels.discard)
+                _cancel_later(ctx, f, "the client disconnected (cancel_on_disconnect)")
 
     base, _ = _paths(f)
     return StreamingResponse(
@@ -167,7 +153,7 @@ async def create_run(
 ) -> JSONResponse:
     f = await _create(request, thread_id, body, idempotency_key)
     base, _ = _paths(f)
-    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+    return JSONResponse(run_json(f.lg, f.run, f.status), headers={"Content-Location": base})
 
 
 @router.post("/threads/{thread_id}/runs/stream")
@@ -236,7 +222,7 @@ async def list_runs(
         if lg.deleted or run is None:
             continue
         f = found_of(lg, run, last[run.id].id, waits.get(run.id, []))
-        view = run_json(lg, run, _status(f))
+        view = run_json(lg, run, f.status)
         if status is None or view["status"] == status:
             views.append(view)
     page = views[offset : offset + limit]
@@ -249,7 +235,7 @@ async def list_runs(
 async def get_run(request: Request, thread_id: ThreadId, run_id: RunId) -> JSONResponse:
     f = await lg_run_or_404(ctx_of(request), thread_id, run_id)
     base, _ = _paths(f)
-    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+    return JSONResponse(run_json(f.lg, f.run, f.status), headers={"Content-Location": base})
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
@@ -301,9 +287,13 @@ async def cancel_run(
     ctx = ctx_of(request)
     f = await lg_run_or_404(ctx, thread_id, run_id)
     await _cancel(ctx, f, action)
+    if action == "rollback":
+        # answered once its run has ended, rolled back by its worker (as it always has
+        # been: its client reads the thread's state next)
+        await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)
     if not wait:
         return Response(status_code=202)
-    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
+    await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)
     run = await ctx.store.get_run(f.run.id)
     if run is None:
         return Response(status_code=204)
@@ -313,30 +303,12 @@ async def cancel_run(
 
 
 async def _cancel(ctx: AppContext, f: Found, action: str) -> None:
-    if f.latest and not f.run.terminal:
+    """An older stretch of a run ended at its interrupt: interrupting it stops nothing
+    (the run goes on as a newer LangGraph run); rolling it back undoes the whole run,
+    what came after it included."""
+    if f.latest or action == "rollback":
         reason = f"cancelled through the LangGraph API (action={action})"
-        await ctx.store.request_cancel(f.run.id, reason)
-    if action == "rollback":
-        await ctx.store.lg_delete_runs_of(f.run.id)
-        await _undo(ctx, f)
-
-
-async def _undo(ctx: AppContext, f: Found) -> None:
-    """Put the thread back where it was before the run: once the run has stopped writing,
-    a copy of the checkpoint before it becomes the head (or the thread is emptied when
-    the run wrote every checkpoint). A run that does not stop within
-    ``OUTLAST_RESULT_WAIT_MAX`` is left as it is."""
-    await terminal(ctx, f.run.id, ctx.settings.result_wait_max)
-    run = await ctx.store.get_run(f.run.id)
-    if run is None or not run.terminal:
-        return
-    graph = graph_of(ctx, run.graph)
-    config: Any = {"configurable": {"thread_id": run.thread_id}}
-    before = await before_run(graph, config, run.id)
-    if before == NO_CHECKPOINT:
-        await ctx.store.checkpointer().adelete_thread(run.thread_id)
-    elif before is not None:
-        await restore_as_head(graph, ctx.store.checkpointer(), run.thread_id, before)
+        await ctx.runs.cancel(f.run, reason, rollback_too=action == "rollback")
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
@@ -345,9 +317,7 @@ async def delete_run(request: Request, thread_id: ThreadId, run_id: RunId) -> Re
     (deleting it would leave its work running unseen)."""
     ctx = ctx_of(request)
     f = await lg_run_or_404(ctx, thread_id, run_id)
-    if f.latest and f.run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING):
-        raise Conflict(f"Run {run_id} is {f.run.status.value}; cancel it first")
-    await ctx.store.lg_delete_runs_of(f.run.id)
+    await ctx.runs.forget(f.run, still_its_stretch=f.latest)
     return Response(status_code=204)
 
 
@@ -362,7 +332,7 @@ async def create_stateless(
 ) -> JSONResponse:
     f = await _create(request, None, body, idempotency_key)
     base, _ = _paths(f)
-    return JSONResponse(run_json(f.lg, f.run, _status(f)), headers={"Content-Location": base})
+    return JSONResponse(run_json(f.lg, f.run, f.status), headers={"Content-Location": base})
 
 
 @router.post("/runs/stream")
@@ -406,16 +376,6 @@ async def cancel_many(
         for run_id in body.run_ids:
             await _cancel(ctx, await lg_run_or_404(ctx, body.thread_id, run_id), action)
         return Response(status_code=204)
-    statuses = {
-        "pending": [RunStatus.QUEUED],
-        "running": [RunStatus.RUNNING],
-        "all": [RunStatus.QUEUED, RunStatus.RUNNING],
-    }[body.status or "all"]
-    for status in statuses:
-        for run in await ctx.store.list_runs(
-            principal=ctx.principal, thread_id=None, status=status, limit=10_000, before=None
-        ):
-            await ctx.store.request_cancel(run.id, f"cancelled in bulk (action={action})")
-            if action == "rollback":
-                await ctx.store.lg_delete_runs_of(run.id)
+    reason = f"cancelled in bulk (action={action})"
+    await ctx.runs.cancel_where(body.status or "all", reason, rollback_too=action == "rollback")
     return Response(status_code=204)

@@ -40,10 +40,11 @@ from outlast.api.lg.schemas import (
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
-from outlast.api.lg.views import state_json, thread_json, thread_status
+from outlast.api.lg.views import state_json, thread_json
 from outlast.api.schemas import NO_NUL
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
+from outlast.service.standing import lg_thread_status
 from outlast.store import RunStatus, Thread
 from outlast.store.lgthreads import contains
 
@@ -262,7 +263,7 @@ async def update_state(
     worker, so its thread may be updated)."""
     ctx = ctx_of(request)
     thread = await thread_or_404(ctx, thread_id)
-    if thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:
+    if lg_thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:
         raise Conflict(f"Thread {thread_id} has an active run; wait for it or cancel it")
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     ref = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else {}

@@ -1,15 +1,5 @@
-"""outlast's records as LangGraph's clients read them: statuses, threads, runs, states.
-
-The status mapping (ARCHITECTURE.md, "The LangGraph face") is here and only here:
-
-- an outlast run that asks a client for something (an open human, auth, budget or
-  reconciliation wait) has ended its LangGraph run with ``success``, and its thread is
-  ``interrupted``: that is how LangGraph's own server shows an ``interrupt()``;
-- a run waiting on a timer, a provider or a signal goes on by itself: ``running``, the
-  thread ``busy``;
-- a cancelled run is ``interrupted`` with a ``cancel_reason``, and its thread ``idle``,
-  never ``interrupted``: a cancel is not a pause a client could resume;
-- ``queued`` is ``pending``, ``failed`` is ``error`` (the thread too, with the error).
+"""outlast's records as LangGraph's clients read them: threads, runs, states. Their
+statuses come from the one status mapping, the run service's (``service/standing.py``).
 """
 
 from __future__ import annotations
@@ -20,43 +10,8 @@ from langgraph.types import StateSnapshot
 
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
-from outlast.store import LgRun, Run, RunStatus, Thread, Wait
-
-_BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
-
-
-def run_status(run: Run, latest: bool, asking: bool, delayed: bool = False) -> str:
-    """The status of a LangGraph run that is a stretch of ``run``; ``latest`` says whether
-    it is the run's newest stretch (an older one ended where the run asked something);
-    ``delayed``: it waits for its ``after_seconds``."""
-    if not latest:
-        return "success"
-    if run.status == RunStatus.QUEUED or delayed:
-        return "pending"
-    if run.status in (RunStatus.RUNNING, RunStatus.CANCELLING):
-        return "running"
-    if run.status == RunStatus.WAITING:
-        return "success" if asking else "running"
-    if run.status == RunStatus.COMPLETED:
-        return "success"
-    if run.status == RunStatus.FAILED:
-        return "error"
-    if (run.error or {}).get("type") == "superseded":
-        return "success"  # it had ended at its interrupt; new input replaced the pause
-    return "interrupted"
-
-
-def thread_status(thread: Thread, paused_at_breakpoint: bool = False) -> str:
-    status = thread.run_status
-    if status is None or status == RunStatus.CANCELLED:
-        return "idle"
-    if status in _BUSY:
-        return "busy"
-    if status == RunStatus.WAITING:
-        return "interrupted" if thread.asking else "busy"
-    if status == RunStatus.FAILED:
-        return "error"
-    return "interrupted" if paused_at_breakpoint else "idle"
+from outlast.service.standing import lg_thread_status
+from outlast.store import LgRun, Run, Thread, Wait
 
 
 def error_of(run_error: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -153,7 +108,7 @@ def thread_json(
         shown = wait_interrupt(wait)
         del shown["response_schema"]
         interrupts[wait.interrupt_id] = [shown]
-    status = thread_status(thread, paused)
+    status = lg_thread_status(thread, paused)
     values = to_jsonable(state.values) if state is not None and state.created_at else None
     return {
         "thread_id": thread.thread_id,

@@ -18,9 +18,9 @@ from typing import Any
 from outlast.api.lg.access import Unprocessable
 from outlast.api.lg.views import error_of, run_json
 from outlast.config import Settings
-from outlast.store import Store
 from outlast.store.outbox import Claimed, NewWebhook
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
+from outlast.webhooks.bodies import BodyStore
 from outlast.webhooks.urls import UnsafeUrl, check_url
 
 FORMAT = "langgraph"
@@ -55,7 +55,7 @@ def subscription(settings: Settings, url: str, lg_run_id: str) -> NewWebhook:
     )
 
 
-async def body(store: Store, claimed: Claimed, settings: Settings) -> Any:
+async def body(store: BodyStore, claimed: Claimed, settings: Settings) -> Any:
     del settings
     delivery = claimed.delivery
     lg = await store.lg_get_run(str(claimed.webhook.extra.get("lg_run_id", "")))

@@ -1,11 +1,14 @@
 -- Named queries for the Postgres store (psycopg named parameters).
--- Notifications ride in the same statement as the write, so they are sent at commit and
--- only for writes that happened. Channels: outlast_queue (a run became claimable),
+-- The hot path's notifications (accept, claim, append, finish) ride in the same statement
+-- as the write; the cold-path transitions (store/transition_ops.py) send theirs with
+-- `notify` in their transaction. Either way they are sent at commit and only for writes
+-- that happened. Channels: outlast_queue (a run became claimable),
 -- outlast_events ('<run_id>:<seq>'), outlast_control ('<run_id>', e.g. cancel requested),
 -- outlast_status ('<run_id>': the run's status changed; waiters on results listen here,
 -- so they are not woken by every event).
 
 -- name: insert_run
+-- Accept a run: its row and its first event (run.created), or nothing if its key exists.
 WITH ins AS (
     INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
                               budget, idempotency_key, fingerprint, max_attempts, last_seq,
@@ -21,24 +24,27 @@ WITH ins AS (
 ), th AS (
     -- the thread exists from its first run on (LangGraph's clients list threads); DO
     -- UPDATE, not DO NOTHING: the row stays locked until the commit, which serializes
-    -- the acceptances of one thread (claim_one relies on it)
+    -- the acceptances of one thread (an eager claim relies on it)
     INSERT INTO outlast_threads (thread_id, principal)
     SELECT thread_id, principal FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
--- quiet: the accepting worker claims it in this transaction (claim_one), which announces
+-- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces
 -- it to the queue only if it stays queued.
 SELECT ins.*,
        CASE WHEN NOT %(quiet)s THEN pg_notify('outlast_queue', ins.id::text) END AS notified
 FROM ins;
 
 -- name: get_by_key
+-- The run a principal accepted under an idempotency key.
 SELECT * FROM outlast_runs WHERE principal = %(principal)s AND idempotency_key = %(key)s;
 
 -- name: get_run
+-- One run by id.
 SELECT * FROM outlast_runs WHERE id = %(id)s;
 
 -- name: list_runs
+-- A page of a principal's runs, newest first, by thread and status if given.
 SELECT * FROM outlast_runs
 WHERE principal = %(principal)s
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
@@ -48,38 +54,51 @@ ORDER BY pos DESC
 LIMIT %(limit)s;
 
 -- name: read_events
+-- A run's events after a seq, in order, at most `limit`.
 SELECT run_id, seq, type, data, created_at FROM outlast_events
 WHERE run_id = %(run_id)s AND seq > %(after)s
 ORDER BY seq
 LIMIT %(limit)s;
 
 -- name: first_retained_seq
+-- The lowest seq retention kept of a run's log.
 SELECT min(seq) AS seq FROM outlast_events WHERE run_id = %(run_id)s;
 
 -- name: prune_events
+-- Drop a run's events up to a seq (its last_seq stays).
 DELETE FROM outlast_events WHERE run_id = %(run_id)s AND seq <= %(upto)s RETURNING seq;
 
 -- name: count_runs_by_status
+-- How many runs have each status.
 -- /metrics, at scrape time: one pass over the runs.
 SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 
 -- name: claim
+-- Claim runs for a worker: up to `limit`, oldest first, or only run `id` (eager start).
 -- One active run per thread: a thread is one checkpoint lineage, so a run waits until
 -- the thread's earlier runs (queued before it, running, cancelling or waiting) are done.
+-- A cancelling run without a worker (cancelled while queued or waiting, owing work at its
+-- end) is claimed to do that work, and stays cancelling.
+-- Eager start (`id`: the run this transaction just inserted, claimed for the worker of
+-- the process that accepted it when it may start at once) is stricter: any other active
+-- run of the thread, queued ones of any age included, keeps it queued. The insert before
+-- it in this transaction locked the thread's row (insert_run), so the acceptances of one
+-- thread commit one after the other, and this statement's snapshot, taken after that
+-- lock, sees every run of the thread accepted before it. Nobody is notified of an eager
+-- claim: nobody follows a run that is being accepted.
 WITH picked AS (
     SELECT q.id FROM outlast_runs q
     WHERE (q.status = 'queued' OR (q.status = 'cancelling' AND q.worker_id IS NULL))
+      AND (%(id)s::uuid IS NULL OR q.id = %(id)s::uuid)
       AND NOT EXISTS (
           SELECT 1 FROM outlast_runs o
           WHERE o.thread_id = q.thread_id AND o.id <> q.id
             AND (o.status IN ('running', 'cancelling', 'waiting')
-                 OR (o.status = 'queued' AND o.pos < q.pos)))
+                 OR (o.status = 'queued' AND (o.pos < q.pos OR %(id)s::uuid IS NOT NULL))))
     ORDER BY q.pos
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), upd AS (
-    -- A cancelling run without a worker (cancelled while queued or waiting, owing
-    -- compensations) is claimed to compensate, and stays cancelling.
     UPDATE outlast_runs r
     SET status = CASE WHEN r.status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
         worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
@@ -93,44 +112,18 @@ WITH picked AS (
            jsonb_build_object('status', status, 'attempt', attempts, 'worker_id', worker_id)
     FROM upd
 )
-SELECT upd.*, pg_notify('outlast_events', upd.id::text || ':' || upd.last_seq) AS notified
+SELECT upd.*,
+       CASE WHEN %(id)s::uuid IS NULL
+            THEN pg_notify('outlast_events', upd.id::text || ':' || upd.last_seq) END AS notified
 FROM upd ORDER BY pos;
 
--- name: claim_one
--- Eager start: the run this transaction just inserted, claimed for the worker of the
--- process that accepted it when it may start at once. Stricter than `claim`: any other
--- active run of the thread, queued ones of any age included, keeps it queued. The
--- insert before it in this transaction locked the thread's row (insert_run), so the
--- acceptances of one thread commit one after the other, and this statement's snapshot,
--- taken after that lock, sees every run of the thread accepted before it.
-WITH picked AS (
-    SELECT q.id FROM outlast_runs q
-    WHERE q.id = %(id)s AND q.status = 'queued'
-      AND NOT EXISTS (
-          SELECT 1 FROM outlast_runs o
-          WHERE o.thread_id = q.thread_id AND o.id <> q.id
-            AND o.status IN ('queued', 'running', 'cancelling', 'waiting'))
-), upd AS (
-    UPDATE outlast_runs r
-    SET status = 'running', worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
-        lease_expires_at = now() + make_interval(secs => %(ttl)s),
-        attempts = r.attempts + 1, last_seq = r.last_seq + 1, updated_at = clock_timestamp()
-    FROM picked WHERE r.id = picked.id
-    RETURNING r.*
-), ev AS (
-    INSERT INTO outlast_events (run_id, seq, type, data)
-    SELECT id, last_seq, 'run.started',
-           jsonb_build_object('status', 'running', 'attempt', attempts, 'worker_id', worker_id)
-    FROM upd
-)
-SELECT upd.* FROM upd;
-
 -- name: announce_queued
--- After claim_one, in the same transaction: a run it left queued is the queue's.
+-- After an eager claim, in the same transaction: a run it left queued is the queue's.
 SELECT pg_notify('outlast_queue', id::text) AS notified
 FROM outlast_runs WHERE id = %(id)s AND status = 'queued';
 
 -- name: renew
+-- Extend a worker's leases (on some of its runs, or all), each run's epoch and status back.
 UPDATE outlast_runs
 SET lease_expires_at = now() + make_interval(secs => %(ttl)s)
 WHERE worker_id = %(worker_id)s AND status IN ('running', 'cancelling')
@@ -138,6 +131,7 @@ WHERE worker_id = %(worker_id)s AND status IN ('running', 'cancelling')
 RETURNING id, lease_epoch, status;
 
 -- name: append
+-- Append a batch of a run's events, fenced by the lease, and notify the log's followers.
 WITH r AS (
     UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
@@ -176,6 +170,7 @@ SELECT (SELECT last_seq FROM r) AS seq,
 FROM (SELECT count(*) FROM ins) AS written;
 
 -- name: finish
+-- End a run in a terminal status with its event, fenced by the lease; drops the lease.
 WITH r AS (
     UPDATE outlast_runs
     SET status = %(status)s, result = %(result)s::jsonb, error = %(error)s::jsonb,
@@ -203,174 +198,72 @@ SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
        pg_notify('outlast_status', run_id::text) AS n3
 FROM ins, r;
 
--- name: release
--- A cancelling run released (its worker drained before it heard of the cancel) that owes
--- compensations stays cancelling, with no worker and its ending recorded (x: the row as
--- it is once locked, so a cancel that commits meanwhile is seen).
-WITH r AS (
-    UPDATE outlast_runs o
-    SET status = CASE WHEN o.status <> 'cancelling' THEN 'queued'
-                      WHEN x.ending IS NOT NULL THEN 'cancelling'
-                      ELSE 'cancelled' END,
-        ending = x.ending,
-        attempts = CASE WHEN o.status = 'cancelling' AND x.ending IS NULL THEN o.attempts
-                        ELSE o.attempts - 1 END,
-        error = CASE WHEN o.status = 'cancelling' AND x.ending IS NULL
-                     THEN jsonb_build_object('type', 'cancelled', 'reason', 'cancelled while draining')
-                     ELSE o.error END,
-        worker_id = NULL, lease_expires_at = NULL, activity = NULL,
-        lease_epoch = o.lease_epoch + 1, last_seq = o.last_seq + 1,
-        updated_at = clock_timestamp()
-    FROM (SELECT c.id,
-                 CASE WHEN c.ending IS NOT NULL THEN c.ending
-                      WHEN c.status = 'cancelling'
-                       AND COALESCE((c.error->>'compensate')::boolean, true)
-                       AND EXISTS (SELECT 1 FROM outlast_effects e
-                                   WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                     AND e.status <> 'failed')
-                      THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
-                               'type', COALESCE(c.error->>'type', 'cancelled'),
-                               'reason', COALESCE(c.error->>'reason', 'cancelled')))
-                 END AS ending
-          FROM outlast_runs c WHERE c.id = %(run_id)s FOR UPDATE) AS x
-    WHERE o.id = x.id AND o.worker_id = %(worker_id)s AND o.lease_epoch = %(epoch)s
-      AND o.status IN ('running', 'cancelling')
-    RETURNING o.id, o.last_seq, o.status
-), ins AS (
-    INSERT INTO outlast_events (run_id, seq, type, data)
-    SELECT id, last_seq,
-           CASE WHEN status = 'cancelled' THEN 'run.cancelled' ELSE 'run.released' END,
-           jsonb_build_object('status', status, 'reason', %(reason)s::text)
-    FROM r
-    RETURNING run_id, seq
-)
-SELECT seq, pg_notify('outlast_events', run_id::text || ':' || seq) AS n1,
-       pg_notify('outlast_queue', run_id::text) AS n2,
-       pg_notify('outlast_status', run_id::text) AS n3
-FROM ins;
+-- ---------------------------------------------------------------------------------------
+-- The cold-path transitions: store/transition_ops.py locks the row with one of these, asks
+-- store/transitions.py what changes, and writes it with run_apply.
 
--- name: cancel
--- A queued or waiting run that owes compensations (a done effect declared with
--- `compensate=`; or queued with its ending already decided) becomes cancelling with no
--- worker (x.ending: the ending it goes on to): the claim hands it to one, which
--- compensates and then ends it. Waiting on a compensation a person must settle, a cancel
--- gives the rest up.
-WITH r AS (
-    UPDATE outlast_runs o
-    SET status = CASE WHEN o.status = 'running' OR x.ending IS NOT NULL THEN 'cancelling'
-                      ELSE 'cancelled' END,
-        ending = COALESCE(x.ending, o.ending),
-        error = jsonb_build_object('type', 'cancelled', 'reason', %(reason)s::text),
-        worker_id = CASE WHEN o.status = 'running' THEN o.worker_id END,
-        lease_expires_at = CASE WHEN o.status = 'running' THEN o.lease_expires_at END,
-        last_seq = o.last_seq + 1, updated_at = clock_timestamp()
-    FROM (SELECT c.id,
-                 CASE WHEN c.status = 'running' THEN NULL
-                      WHEN c.ending IS NOT NULL AND c.status = 'queued' THEN c.ending
-                      WHEN c.ending IS NULL
-                       AND EXISTS (SELECT 1 FROM outlast_effects e
-                                   WHERE e.run_id = c.id AND e.compensate IS NOT NULL
-                                     AND e.status <> 'failed')
-                      THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
-                               'type', 'cancelled', 'reason', %(reason)s::text))
-                 END AS ending
-          FROM outlast_runs c WHERE c.id = %(run_id)s FOR UPDATE) AS x
-    WHERE o.id = x.id AND o.status IN ('queued', 'waiting', 'running')
-    RETURNING o.*
-), withdrawn AS (
-    UPDATE outlast_waits SET status = 'withdrawn'
-    WHERE run_id IN (SELECT id FROM r WHERE status = 'cancelled' OR worker_id IS NULL)
-      AND status IN ('open', 'answered')
-), ins AS (
-    INSERT INTO outlast_events (run_id, seq, type, data)
-    SELECT id, last_seq,
-           CASE WHEN status = 'cancelled' THEN 'run.cancelled' ELSE 'run.cancelling' END,
-           jsonb_build_object('status', status, 'reason', %(reason)s::text)
-    FROM r
-)
-SELECT r.*, pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
-       pg_notify('outlast_control', r.id::text) AS n2,
-       pg_notify('outlast_queue', r.id::text) AS n3,
-       pg_notify('outlast_status', r.id::text) AS n4
-FROM r;
+-- name: run_lock
+-- The run's row, locked until the transaction ends: what a cold-path transition decides on.
+SELECT * FROM outlast_runs WHERE id = %(id)s FOR UPDATE;
 
--- name: reap
--- A run that owes compensations goes back to a worker whatever its attempts, with its
--- ending recorded here if the lost worker had not recorded it (cancelling: it stays
--- cancelling, with no worker; lost on its last attempt: it will end failed).
-WITH expired AS (
-    SELECT x.id,
-           CASE WHEN x.ending IS NOT NULL THEN x.ending
-                WHEN NOT EXISTS (SELECT 1 FROM outlast_effects e
-                                 WHERE e.run_id = x.id AND e.compensate IS NOT NULL
-                                   AND e.status <> 'failed') THEN NULL
-                WHEN x.status = 'cancelling' AND COALESCE((x.error->>'compensate')::boolean, true)
-                THEN jsonb_build_object('status', 'cancelled', 'error', jsonb_build_object(
-                         'type', COALESCE(x.error->>'type', 'cancelled'),
-                         'reason', COALESCE(x.error->>'reason', 'cancelled')))
-                WHEN x.status = 'running' AND x.attempts >= x.max_attempts
-                THEN jsonb_build_object('status', 'failed', 'error', jsonb_build_object(
-                         'type', 'worker_lost',
-                         'reason', 'worker lease expired on the last attempt',
-                         'attempts', x.attempts))
-           END AS ending
-    FROM outlast_runs x
-    WHERE x.status IN ('running', 'cancelling') AND x.lease_expires_at < now()
-    ORDER BY x.lease_expires_at
-    LIMIT %(limit)s
-    FOR UPDATE OF x SKIP LOCKED
-), r AS (
-    UPDATE outlast_runs o
-    SET status = CASE WHEN expired.ending IS NULL AND o.status = 'cancelling' THEN 'cancelled'
-                      WHEN expired.ending IS NULL AND o.attempts >= o.max_attempts THEN 'failed'
-                      WHEN o.status = 'cancelling' THEN 'cancelling'
-                      ELSE 'queued' END,
-        ending = expired.ending,
-        error = CASE WHEN expired.ending IS NOT NULL THEN o.error
-                     WHEN o.status = 'cancelling'
-                     THEN jsonb_build_object('type', 'cancelled',
-                                             'reason', 'worker lost while cancelling')
-                     WHEN o.attempts >= o.max_attempts
-                     THEN jsonb_build_object('type', 'worker_lost',
-                                             'reason', 'worker lease expired on the last attempt',
-                                             'attempts', o.attempts)
-                     ELSE o.error END,
-        worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = o.lease_epoch + 1,
-        last_seq = o.last_seq + 1, updated_at = clock_timestamp()
-    FROM expired WHERE o.id = expired.id
-    RETURNING o.id, o.status, o.last_seq, o.attempts
-), ins AS (
-    INSERT INTO outlast_events (run_id, seq, type, data)
-    SELECT id, last_seq,
-           CASE status WHEN 'queued' THEN 'run.requeued' WHEN 'cancelling' THEN 'run.requeued'
-                       WHEN 'failed' THEN 'run.failed' ELSE 'run.cancelled' END,
-           jsonb_build_object('status', status, 'reason', 'worker lease expired',
-                              'attempts', attempts)
-    FROM r
-)
-SELECT r.id, r.status, r.last_seq,
-       pg_notify('outlast_events', r.id::text || ':' || r.last_seq) AS n1,
-       pg_notify('outlast_queue', r.id::text) AS n2,
-       pg_notify('outlast_status', r.id::text) AS n3
-FROM r;
+-- name: run_lock_leased
+-- The run's row locked, if `worker_id` still holds it at `epoch` (no row: the lease is lost).
+SELECT * FROM outlast_runs
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling')
+FOR UPDATE;
+
+-- name: run_lock_expired
+-- Up to `limit` runs whose worker lease expired on database time, oldest first, locked.
+-- SKIP LOCKED passes over a run while its holder writes a checkpoint (the fence holds
+-- the row FOR KEY SHARE): a worker in the middle of a write is not presumed dead.
+SELECT * FROM outlast_runs
+WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
+ORDER BY lease_expires_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: run_apply
+-- A cold-path transition as store/transitions.py decided it, on a row the caller locked;
+-- last_seq moves on by one, for the transition's event.
+UPDATE outlast_runs
+SET status = %(status)s, ending = %(ending)s::jsonb, error = %(error)s::jsonb,
+    attempts = attempts + %(attempts)s,
+    worker_id = CASE WHEN %(keep_worker)s THEN worker_id END,
+    lease_expires_at = CASE WHEN %(keep_worker)s THEN lease_expires_at END,
+    activity = CASE WHEN %(keep_worker)s THEN activity END,
+    lease_epoch = lease_epoch + %(epoch)s,
+    last_seq = last_seq + 1, updated_at = clock_timestamp()
+WHERE id = %(run_id)s
+RETURNING *;
+
+-- name: run_set_ending
+-- Record how a run owing work ends (set_ending), on a row the caller locked under its lease.
+UPDATE outlast_runs SET ending = %(ending)s::jsonb, updated_at = clock_timestamp()
+WHERE id = %(run_id)s;
 
 -- ---------------------------------------------------------------------------------------
--- Waits, signals, threads, retention. Sent by store/common.py (SharedRunOps) through a Tx; every
--- JSON parameter arrives as text.
+-- Run reads, the event log, waits, signals, parking, threads, retention. Sent through a Tx by
+-- the ops written once for both backends (store/run_ops.py, event_ops.py, wait_ops.py,
+-- park_ops.py); every JSON parameter arrives as text.
 
 -- name: insert_event
+-- One event at a seq the caller took.
 INSERT INTO outlast_events (run_id, seq, type, data)
 VALUES (%(run_id)s, %(seq)s, %(type)s, %(data)s::jsonb);
 
 -- name: bump_any
+-- Take the next `n` seqs of a run, unfenced (the caller decided it may write).
 UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
 WHERE id = %(run_id)s
 RETURNING last_seq;
 
 -- name: notify
+-- Send a notification, delivered at commit.
 SELECT pg_notify(%(channel)s, %(payload)s);
 
 -- name: w_insert
+-- A new open wait of a run, with its wake time and lease.
 INSERT INTO outlast_waits (id, run_id, interrupt_id, kind, status, object, prompt, schema,
                            event_keys, has_default, default_answer, probe, wake_at,
                            lease_expires_at)
@@ -383,34 +276,26 @@ VALUES (%(id)s, %(run_id)s, %(interrupt_id)s, %(kind)s, 'open', %(object)s::json
 RETURNING *;
 
 -- name: w_find_live
+-- A run's live (open or answered) wait for an interrupt id.
 SELECT * FROM outlast_waits
 WHERE run_id = %(run_id)s AND interrupt_id = %(interrupt_id)s AND status IN ('open', 'answered');
 
 -- name: w_resume_consumed
+-- Answered waits whose interrupt the graph no longer has pending become resumed.
 UPDATE outlast_waits SET status = 'resumed'
 WHERE run_id = %(run_id)s AND status = 'answered'
   AND interrupt_id NOT IN (SELECT jsonb_array_elements_text(%(pending)s::jsonb));
 
 -- name: w_count_answered
+-- How many of a run's waits are answered (not yet consumed).
 SELECT count(*) AS n FROM outlast_waits WHERE run_id = %(run_id)s AND status = 'answered';
 
--- name: w_park_run
-UPDATE outlast_runs
--- Parking is not a failed attempt: like a release, it gives the attempt back.
-SET attempts = attempts - 1,
-    -- (a cancelling run with its ending decided parks on a compensation's reconciliation)
-    status = CASE WHEN status = 'cancelling' AND ending IS NULL THEN 'cancelled'
-                  ELSE %(status)s END,
-    worker_id = NULL, lease_expires_at = NULL, activity = NULL, lease_epoch = lease_epoch + 1,
-    updated_at = clock_timestamp()
-WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
-  AND status IN ('running', 'cancelling')
-RETURNING status;
-
 -- name: w_get
+-- One wait by id, locked (Postgres) for an answer.
 SELECT * FROM outlast_waits WHERE id = %(id)s FOR UPDATE;
 
 -- name: w_answer
+-- Answer an open wait; no row when it is not open any more.
 UPDATE outlast_waits
 SET status = 'answered', answer_key = %(key)s, answer = %(answer)s::jsonb, answered_how = %(how)s,
     answered_at = clock_timestamp(), last_signal_at = clock_timestamp()
@@ -428,26 +313,31 @@ WHERE run_id IN (SELECT value::uuid FROM jsonb_array_elements_text(%(run_ids)s::
 ORDER BY run_id, since, id;
 
 -- name: w_list
+-- A run's waits, of one status if given, oldest first.
 SELECT * FROM outlast_waits
 WHERE run_id = %(run_id)s AND (%(status)s::text IS NULL OR status = %(status)s)
 ORDER BY since, id;
 
 -- name: w_settle
+-- A run's waits at its end: answered become resumed, open ones withdrawn.
 UPDATE outlast_waits
 SET status = CASE WHEN status = 'answered' THEN 'resumed' ELSE 'withdrawn' END
 WHERE run_id = %(run_id)s AND status IN ('open', 'answered')
 RETURNING id;
 
 -- name: run_requeue_if_waiting
+-- Queue a waiting run again (one of its waits was answered).
 UPDATE outlast_runs SET status = 'queued', updated_at = clock_timestamp()
 WHERE id = %(run_id)s AND status = 'waiting'
 RETURNING id;
 
 -- name: sig_insert
+-- Store a signal (for the lookback of waits parked later).
 INSERT INTO outlast_signals (key, payload, principal)
 VALUES (%(key)s, %(payload)s::jsonb, %(principal)s) RETURNING id;
 
 -- name: sig_match
+-- The open event waits of a principal's runs that a signal's key answers.
 SELECT w.* FROM outlast_waits w JOIN outlast_runs r ON r.id = w.run_id
 WHERE w.status = 'open' AND w.kind = 'event' AND w.event_keys ? %(key)s
   AND r.principal = %(principal)s
@@ -455,6 +345,7 @@ ORDER BY w.since
 FOR UPDATE OF w SKIP LOCKED;
 
 -- name: sig_lookback
+-- The latest signal on one of a wait's keys within the lookback window.
 SELECT key, payload FROM outlast_signals
 WHERE key IN (SELECT jsonb_array_elements_text(%(keys)s::jsonb))
   AND principal = (SELECT principal FROM outlast_runs WHERE id = %(run_id)s)
@@ -463,6 +354,7 @@ ORDER BY created_at DESC, id DESC
 LIMIT 1;
 
 -- name: w_due
+-- Claim waits whose wake time has come, holding them a while from other workers.
 WITH due AS (
     SELECT id FROM outlast_waits
     WHERE status = 'open' AND wake_at <= now()
@@ -475,10 +367,12 @@ FROM due WHERE w.id = due.id
 RETURNING w.*;
 
 -- name: w_next_due
+-- Seconds until the next open wait is due.
 SELECT extract(epoch FROM (min(wake_at) - now())) AS seconds
 FROM outlast_waits WHERE status = 'open' AND wake_at IS NOT NULL;
 
 -- name: w_probe_ok
+-- A wait's probe answered: renew its lease and schedule the next probe.
 UPDATE outlast_waits
 SET renewals = renewals + 1, failures = 0, last_signal_at = clock_timestamp(),
     wake_at = now() + make_interval(secs => %(every)s::float8),
@@ -487,34 +381,42 @@ WHERE id = %(id)s AND status = 'open'
 RETURNING *;
 
 -- name: w_probe_failed
+-- A wait's probe failed: count it and schedule the next probe.
 UPDATE outlast_waits
 SET failures = failures + 1, wake_at = now() + make_interval(secs => %(every)s::float8)
 WHERE id = %(id)s AND status = 'open'
 RETURNING *;
 
 -- name: thread_lock
+-- Serialize the writes of one thread until the transaction ends.
 SELECT pg_advisory_xact_lock(hashtext(%(thread_id)s));
 
 -- name: thread_active
+-- The oldest active (queued, running, cancelling, waiting) run of a thread.
 SELECT * FROM outlast_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running', 'cancelling', 'waiting')
 ORDER BY pos LIMIT 1;
 
 -- name: thread_latest
+-- The newest run of a thread.
 SELECT * FROM outlast_runs WHERE thread_id = %(thread_id)s ORDER BY pos DESC LIMIT 1;
 
 -- name: prune_by_count
+-- Retention: keep at most `keep` events per run.
 DELETE FROM outlast_events e USING outlast_runs r
 WHERE e.run_id = r.id AND e.seq <= r.last_seq - %(keep)s;
 
 -- name: prune_by_age
+-- Retention: drop events older than `age` seconds.
 DELETE FROM outlast_events WHERE created_at < now() - make_interval(secs => %(age)s::float8);
 
 -- name: w_withdraw
+-- Withdraw a run's open and answered waits (it waits no more).
 UPDATE outlast_waits SET status = 'withdrawn'
 WHERE run_id = %(run_id)s AND status IN ('open', 'answered');
 
 -- name: set_activity
+-- Record a run's activity and usage, fenced by the lease.
 UPDATE outlast_runs
 SET activity = %(activity)s::jsonb, usage = COALESCE(%(usage)s::jsonb, usage)
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
@@ -522,28 +424,26 @@ WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
 RETURNING id;
 
 -- name: set_supervision
+-- Record the supervisor's memory of a run, fenced by the lease.
 UPDATE outlast_runs SET supervision = %(supervision)s::jsonb
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
--- name: set_ending
-UPDATE outlast_runs SET ending = %(ending)s::jsonb, updated_at = clock_timestamp()
-WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
-  AND status IN ('running', 'cancelling')
-RETURNING id;
-
 -- name: set_budget
+-- Record a run's budget, fenced by the lease.
 UPDATE outlast_runs SET budget = %(budget)s::jsonb
 WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
   AND status IN ('running', 'cancelling')
 RETURNING id;
 
 -- name: w_consume
+-- An answered wait the runtime consumed becomes resumed.
 UPDATE outlast_waits SET status = 'resumed' WHERE id = %(id)s AND status = 'answered'
 RETURNING id;
 
 -- name: e_begin
+-- Record an effect started, unless its key is in the ledger already.
 INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status,
                              compensate, compensates)
 VALUES (%(run_id)s, %(key)s, %(tool)s, %(args_hash)s, %(args)s::jsonb, %(idempotent)s, 'started',
@@ -552,14 +452,17 @@ ON CONFLICT (run_id, key) DO NOTHING
 RETURNING *;
 
 -- name: e_get
+-- One effect of a run by key (locked on Postgres).
 SELECT * FROM outlast_effects WHERE run_id = %(run_id)s AND key = %(key)s FOR UPDATE;
 
 -- name: e_retry
+-- Start a recorded effect again: one more call, its error cleared.
 UPDATE outlast_effects SET status = 'started', calls = calls + 1, error = NULL
 WHERE run_id = %(run_id)s AND key = %(key)s
 RETURNING *;
 
 -- name: e_finish
+-- Record how an effect's call ended, and when.
 UPDATE outlast_effects
 SET status = %(status)s, result = %(result)s::jsonb, error = %(error)s,
     finished_at = clock_timestamp()
@@ -567,8 +470,10 @@ WHERE run_id = %(run_id)s AND key = %(key)s
 RETURNING *;
 
 -- name: e_list
+-- A run's ledger, in the order its effects started.
 SELECT * FROM outlast_effects WHERE run_id = %(run_id)s ORDER BY started_at, key;
 
 -- name: count_active
+-- How many runs of a principal hold or wait for a worker.
 SELECT count(*) AS n FROM outlast_runs
 WHERE principal = %(principal)s AND status IN ('queued', 'running', 'cancelling');

@@ -5,6 +5,7 @@
 -- system assistants in Python and get the order the database would give.
 
 -- name: a_insert
+-- A new assistant, or nothing if its id exists.
 INSERT INTO outlast_assistants (assistant_id, principal, graph_id, name, description,
                                 config, context, metadata)
 VALUES (%(assistant_id)s, %(principal)s, %(graph_id)s, %(assistant_name)s, %(description)s,
@@ -21,22 +22,27 @@ SELECT assistant_id, version, graph_id, name, description, config, context, meta
 FROM outlast_assistants WHERE assistant_id = %(assistant_id)s;
 
 -- name: a_owner
+-- Who owns an assistant id.
 SELECT principal FROM outlast_assistants WHERE assistant_id = %(assistant_id)s;
 
 -- name: a_get
+-- One assistant of a principal.
 SELECT * FROM outlast_assistants
 WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s;
 
 -- name: a_lock
+-- One assistant of a principal, locked for an update.
 SELECT * FROM outlast_assistants
 WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
 FOR UPDATE;
 
 -- name: a_next_version
+-- The next version number of an assistant.
 SELECT COALESCE(max(version), 0) + 1 AS version
 FROM outlast_assistant_versions WHERE assistant_id = %(assistant_id)s;
 
 -- name: a_update
+-- Replace an assistant's fields as a new version.
 UPDATE outlast_assistants
 SET graph_id = %(graph_id)s, name = %(assistant_name)s, description = %(description)s,
     config = %(config)s::jsonb, context = %(context)s::jsonb, metadata = %(metadata)s::jsonb,
@@ -45,6 +51,7 @@ WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
 RETURNING *;
 
 -- name: a_set_latest
+-- Make one of an assistant's versions its current fields.
 UPDATE outlast_assistants a
 SET graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
     context = v.context, metadata = v.metadata, version = v.version,
@@ -55,11 +62,13 @@ WHERE a.assistant_id = %(assistant_id)s AND a.principal = %(principal)s
 RETURNING a.*;
 
 -- name: a_delete
+-- Delete a principal's assistant (its versions go with it).
 DELETE FROM outlast_assistants
 WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
 RETURNING assistant_id;
 
 -- name: a_search
+-- A page of a principal's assistants, filtered and sorted as asked.
 SELECT * FROM outlast_assistants a
 WHERE a.principal = %(principal)s
   AND (%(graph_id)s::text IS NULL OR a.graph_id = %(graph_id)s::text)
@@ -86,6 +95,7 @@ ORDER BY
 LIMIT %(limit)s OFFSET %(offset)s;
 
 -- name: a_count
+-- How many of a principal's assistants match a search.
 SELECT count(*) AS n FROM outlast_assistants a
 WHERE a.principal = %(principal)s
   AND (%(graph_id)s::text IS NULL OR a.graph_id = %(graph_id)s::text)
@@ -95,6 +105,7 @@ WHERE a.principal = %(principal)s
                   WHERE a.metadata -> f.key IS DISTINCT FROM f.value);
 
 -- name: a_versions
+-- A page of an assistant's versions, newest first, filtered by metadata.
 SELECT v.* FROM outlast_assistant_versions v
 JOIN outlast_assistants a ON a.assistant_id = v.assistant_id
 WHERE v.assistant_id = %(assistant_id)s AND a.principal = %(principal)s

@@ -5,6 +5,7 @@
 -- SQLite's default BINARY collation, code point order for UTF-8, as Python's does.
 
 -- name: a_insert
+-- A new assistant, or nothing if its id exists.
 INSERT INTO outlast_assistants (assistant_id, principal, graph_id, name, description,
                                 config, context, metadata, created_at, updated_at)
 VALUES (:assistant_id, :principal, :graph_id, :assistant_name, :description,
@@ -22,22 +23,27 @@ SELECT assistant_id, version, graph_id, name, description, config, context, meta
 FROM outlast_assistants WHERE assistant_id = :assistant_id;
 
 -- name: a_owner
+-- Who owns an assistant id.
 SELECT principal FROM outlast_assistants WHERE assistant_id = :assistant_id;
 
 -- name: a_get
+-- One assistant of a principal.
 SELECT * FROM outlast_assistants
 WHERE assistant_id = :assistant_id AND principal = :principal;
 
 -- name: a_lock
+-- One assistant of a principal, locked for an update.
 -- (BEGIN IMMEDIATE already holds the write lock)
 SELECT * FROM outlast_assistants
 WHERE assistant_id = :assistant_id AND principal = :principal;
 
 -- name: a_next_version
+-- The next version number of an assistant.
 SELECT COALESCE(max(version), 0) + 1 AS version
 FROM outlast_assistant_versions WHERE assistant_id = :assistant_id;
 
 -- name: a_update
+-- Replace an assistant's fields as a new version.
 UPDATE outlast_assistants
 SET graph_id = :graph_id, name = :assistant_name, description = :description,
     config = :config, context = :context, metadata = :metadata,
@@ -46,6 +52,7 @@ WHERE assistant_id = :assistant_id AND principal = :principal
 RETURNING *;
 
 -- name: a_set_latest
+-- Make one of an assistant's versions its current fields.
 UPDATE outlast_assistants
 SET (graph_id, name, description, config, context, metadata, version) = (
         SELECT v.graph_id, v.name, v.description, v.config, v.context, v.metadata, v.version
@@ -58,11 +65,13 @@ WHERE assistant_id = :assistant_id AND principal = :principal
 RETURNING *;
 
 -- name: a_delete
+-- Delete a principal's assistant (its versions go with it).
 DELETE FROM outlast_assistants
 WHERE assistant_id = :assistant_id AND principal = :principal
 RETURNING assistant_id;
 
 -- name: a_search
+-- A page of a principal's assistants, filtered and sorted as asked.
 SELECT * FROM outlast_assistants a
 WHERE a.principal = :principal
   AND (:graph_id IS NULL OR a.graph_id = :graph_id)
@@ -90,6 +99,7 @@ ORDER BY
 LIMIT :limit OFFSET :offset;
 
 -- name: a_count
+-- How many of a principal's assistants match a search.
 SELECT count(*) AS n FROM outlast_assistants a
 WHERE a.principal = :principal
   AND (:graph_id IS NULL OR a.graph_id = :graph_id)
@@ -100,6 +110,7 @@ WHERE a.principal = :principal
                                       AND m.value IS f.value));
 
 -- name: a_versions
+-- A page of an assistant's versions, newest first, filtered by metadata.
 SELECT v.* FROM outlast_assistant_versions v
 JOIN outlast_assistants a ON a.assistant_id = v.assistant_id
 WHERE v.assistant_id = :assistant_id AND a.principal = :principal

@@ -1,22 +1,23 @@
 """The effects ledger's part of the store: one row per side effect of a run, and one per
 compensation (an undoing is an effect of its own, keyed ``undo:<key>``, naming in
-``compensates`` the effect it undoes).
+``compensates`` the effect it undoes). Written once for both backends in
+``store/ledger_ops.py``.
 
 Not fenced and silent: a worker writes its own run's ledger and appends the ``effect.*``
 events itself; the ledger is what a successor reads after a crash. The one fenced write
-is ``set_ending``: the decision that a run owing compensations is ending, and how, which
-only the lease holder may take.
+is ``set_ending``: the decision that a run owing compensations (or a rollback) is ending,
+and how, which only the lease holder may take.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.store.records import Effect, Lease
 
 
-class LedgerContract(abc.ABC):
+class EffectStore(Protocol):
     @abc.abstractmethod
     async def effect_begin(
         self,
@@ -50,8 +51,10 @@ class LedgerContract(abc.ABC):
         """The run's ledger in the order the effects started."""
 
     @abc.abstractmethod
-    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> None:
+    async def set_ending(self, lease: Lease, ending: dict[str, Any]) -> dict[str, Any]:
         """Fenced (LeaseLost): the run will end as ``ending`` says (``{"status",
-        "error"}``) once its compensations are done. From then on a reaped or released
-        run goes back to a worker whatever its attempts, and the worker that claims it
-        compensates instead of running the graph."""
+        "error"}``, and ``rollback``, ``compensate``: ``store/transitions.py``) once its
+        compensations (and its rollback) are done; returns what was recorded, which the
+        holder does: a rollback the run's cancel asked is added to it. From then on a
+        reaped or released run goes back to a worker whatever its attempts, and the
+        worker that claims it does that work instead of running the graph."""

@@ -1,0 +1,258 @@
+"""The run service: a run's business, once, behind every face.
+
+A face (``/v1``, the LangGraph face, A2A, and the next ones) translates its wire format
+into these calls and their answers back into its own; it decides nothing about a run.
+Accepting, answering, resuming, signalling, cancelling and rolling back are decided here,
+with the checks each needs (sizes, limits, the principal's threads, a wait's schema), so
+a request means the same through every door. Errors are ``OutlastError``s with the status
+each face shapes its own way (``api/problems.py``; A2A's JSON-RPC errors).
+
+The service is bound to one caller (``principal``): a run of another principal does not
+exist for it (``RunNotFound``), so existence never leaks through a status code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from outlast.config import Settings
+from outlast.errors import NothingToResume, RunActive, RunNotFound, WaitNotOpen
+from outlast.graph.registry import GraphRegistry
+from outlast.runtime import eager, faults
+from outlast.runtime.accept import RunRequest, new_run
+from outlast.runtime.worker import Worker
+from outlast.service.admission import admit, check_size, completed
+from outlast.service.answers import prepared
+from outlast.service.placement import LangGraphRun, OnThread, Placement
+from outlast.service.standing import (
+    ACTIVE,
+    LgActive,
+    Standing,
+    answerable,
+    lg_matches,
+    open_waits,
+    standing,
+)
+from outlast.store import LgRun, Run, Store, Wait
+from outlast.store.hub import STATUS, wait_for
+from outlast.store.outbox import NewWebhook
+from outlast.vocabulary import RunStatus
+
+# The webhooks a new run is made with, as a function of its id (a face's per-run
+# webhook names the run it reports on, and the id exists only once it is accepted).
+Hooks = Callable[[str], Sequence[NewWebhook]]
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    run: Run
+    created: bool  # False: an idempotent replay, which starts nothing
+    lg: LgRun | None = None  # the LangGraph run made with it, for that face's placement
+
+
+@dataclass(frozen=True, slots=True)
+class RunService:
+    store: Store
+    registry: GraphRegistry
+    settings: Settings
+    worker: Worker | None
+    principal: str = ""
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def get(self, run_id: str) -> Run:
+        """The caller's run, or ``RunNotFound`` (also for another principal's)."""
+        try:
+            run_id = str(uuid.UUID(run_id))
+        except ValueError:
+            raise RunNotFound(f"no run {run_id!r}") from None
+        run = await self.store.get_run(run_id)
+        if run is None or run.principal != self.principal:
+            raise RunNotFound(f"no run {run_id!r}")
+        return run
+
+    async def open_waits(self, run: Run) -> list[Wait]:
+        """What a waiting run waits for (nothing for a run in any other status)."""
+        return await open_waits(self.store, run)
+
+    async def standing(self, run: Run) -> Standing:
+        return standing(run, await self.open_waits(run))
+
+    async def asking(self, run: Run) -> list[Wait]:
+        """The open waits of ``run`` that a client answers now."""
+        return answerable(await self.open_waits(run))
+
+    async def settled(self, run_id: str, at_most: float) -> Run | None:
+        """The run once it is terminal, or as it is after ``at_most`` seconds (None: it
+        is gone). Watched before it is read, so a change between the two is not missed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + at_most
+        with self.store.hub.watch(STATUS, run_id) as changed:
+            while True:
+                run = await self.store.get_run(run_id)
+                remaining = deadline - loop.time()
+                if run is None or run.terminal or remaining <= 0:
+                    return run
+                await wait_for(changed, min(remaining, 5.0))
+                changed.clear()
+
+    # -- accepting -------------------------------------------------------------------
+
+    async def accept(
+        self,
+        request: RunRequest,
+        *,
+        key: str | None,
+        placement: Placement | None = None,
+        hooks: Hooks | None = None,
+    ) -> Accepted:
+        """Accept a run: its identity, checked and written in one transaction before any
+        work starts (and started at once by this process's worker when it has a slot).
+        With ``key``, the same request again returns the same run (``created`` False);
+        the same key with another request is refused (``IdempotencyKeyReused``)."""
+        new = new_run(
+            completed(request, self.settings, self.registry),
+            graphs=self.registry.names,
+            max_attempts=self.settings.max_attempts,
+            idempotency_key=key,
+            principal=self.principal,
+        )
+        if hooks is not None:
+            new = dataclasses.replace(new, webhooks=tuple(hooks(new.id)))
+        await admit(self.store, self.settings, self.principal, request.thread_id, key)
+        if isinstance(placement, LangGraphRun):
+            lg = dataclasses.replace(
+                placement.draft, id=new.id, run_id=new.id, thread_id=new.thread_id
+            )
+            create = functools.partial(
+                self.store.lg_create_run,
+                lg=lg,
+                strategy=placement.strategy,
+                supersede_reason=placement.supersede_reason,
+                temporary=placement.temporary,
+            )
+            made, run, created = await eager.accept(
+                self.worker, new, create, lambda r: r[1] if r[2] else None
+            )
+            return Accepted(run, created, made)
+        if isinstance(placement, OnThread):
+            on_thread = functools.partial(self.store.create_thread_run, if_busy=placement.if_busy)
+            run, created = await eager.accept(self.worker, new, on_thread, eager.first_created)
+        else:
+            run, created = await eager.accept(
+                self.worker, new, self.store.create_run, eager.first_created
+            )
+        return Accepted(run, created)
+
+    # -- answering -------------------------------------------------------------------
+
+    async def answer(
+        self, run: Run, wait_id: str, value: Any, *, source: str, key: str | None
+    ) -> tuple[Run, bool]:
+        """Answer one wait of ``run``: ``(run as it is now, fresh)``; ``fresh`` is False
+        for a retry of an answer already taken under the same ``key``. A second answer
+        is refused (``WaitNotOpen``): exactly one of N concurrent answers resumes."""
+        wait = await self.store.get_wait(run.id, wait_id)
+        value = prepared(self.settings, wait, value)
+        _, fresh = await self.store.answer(run.id, wait.id, value, source, key)
+        return await self.get(run.id), fresh
+
+    async def to_resume(self, thread_id: str, *, strict: bool) -> tuple[Run, list[Wait]] | None:
+        """The thread's run that asks for something, and what it asks. ``None`` when
+        nothing is pending on a thread whose run has ended (a client may then run with a
+        resume value, as LangGraph's server allows), unless ``strict``. A run still
+        going is refused (``NothingToResume``): its interrupt was resumed already, by a
+        concurrent resume or another face, and a second answer never resumes twice."""
+        latest = await self.store.latest_run(thread_id)
+        waits = await self.asking(latest) if latest is not None else []
+        if latest is not None and waits:
+            return latest, waits
+        if strict:
+            raise NothingToResume(f"Thread {thread_id} has no pending interrupt to resume")
+        if latest is not None and not latest.terminal:
+            raise NothingToResume(
+                f"Thread {thread_id} has no pending interrupt: its run {latest.id} is "
+                f"{latest.status.value}"
+            )
+        return None
+
+    async def resume(
+        self,
+        run: Run,
+        answers: dict[str, Any],
+        lg: LgRun,
+        hook: NewWebhook | None = None,
+    ) -> tuple[LgRun, Run]:
+        """Answer several waits of ``run`` at once (wait id → value; every answer lands or
+        none) and open the LangGraph run ``lg`` that continues its log. ``hook``, made
+        before the answers (the run may end as soon as it is answered), is removed again
+        when they are refused."""
+        waits = {w.id: w for w in await self.store.list_waits(run.id)}
+        stored: dict[str, Any] = {}
+        for wait_id, value in answers.items():
+            if wait_id not in waits:
+                raise WaitNotOpen(f"run {run.id} has no wait {wait_id}")
+            stored[wait_id] = prepared(self.settings, waits[wait_id], value, "the resume value")
+        made = None
+        if hook is not None:
+            made, _ = await self.store.create_webhook(
+                dataclasses.replace(hook, run_id=run.id, principal=self.principal)
+            )
+        try:
+            resumed, _ = await self.store.lg_resume(run.id, stored, lg)
+        except BaseException:
+            if made is not None:
+                await self.store.delete_webhook(made.id, self.principal)
+            raise
+        return resumed, await self.get(run.id)
+
+    async def signal(self, key: str, payload: Any) -> list[str]:
+        """Wake every run of the caller waiting on event ``key``; the ids woken."""
+        check_size(payload, self.settings.max_answer_bytes, "the payload", "max_answer_bytes")
+        return await self.store.signal(key, payload, self.principal)
+
+    # -- cancelling ------------------------------------------------------------------
+
+    async def cancel(self, run: Run, reason: str, *, rollback_too: bool = False) -> Run:
+        """Cancel ``run`` (a finished run is returned as it is). ``rollback_too``: the run
+        is also undone: gone for LangGraph's clients at once, its thread put back where it
+        was by the worker that ends it (asked in the cancel's transaction, so it is owed
+        whatever happens to this process; ``Store.request_cancel``). A finished run is
+        only hidden (ARCHITECTURE.md, "Rollback undoes by going forward")."""
+        if run.terminal and not rollback_too:
+            return run
+        cancelled = await self.store.request_cancel(run.id, reason, rollback=rollback_too)
+        faults.fault_point(faults.AFTER_CANCEL)
+        return cancelled or run
+
+    async def forget(self, run: Run, *, still_its_stretch: bool = True) -> None:
+        """Remove ``run`` from the LangGraph face (its runs 404 there from now on). An
+        active run is refused (``RunActive``): forgetting it would leave its work going
+        on unseen; cancel it first. ``still_its_stretch`` False: the stretch asked for
+        ended at an interrupt, and forgetting it forgets the run however it stands."""
+        active = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
+        if still_its_stretch and run.status in active:
+            raise RunActive(f"Run {run.id} is {run.status.value}; cancel it first")
+        await self.store.lg_delete_runs_of(run.id)
+
+    async def cancel_where(self, wanted: LgActive, reason: str, *, rollback_too: bool) -> int:
+        """Cancel every run of the caller whose LangGraph status is ``wanted`` (by the one
+        status mapping: a run delayed by ``after_seconds`` is pending, one waiting on a
+        timer is running). Returns how many were cancelled."""
+        runs: list[Run] = []
+        for status in ACTIVE:
+            runs += await self.store.list_runs(
+                principal=self.principal, thread_id=None, status=status, limit=10_000, before=None
+            )
+        waiting = [r.id for r in runs if r.status == RunStatus.WAITING]
+        waits = await self.store.open_waits(waiting) if waiting else {}
+        chosen = [r for r in runs if lg_matches(r, standing(r, waits.get(r.id, [])), wanted)]
+        for run in chosen:
+            await self.cancel(run, reason, rollback_too=rollback_too)
+        return len(chosen)

@@ -1,0 +1,98 @@
+"""The LangGraph face's records: its threads and its runs, each LangGraph run a stretch of
+one outlast run (written once for both backends in ``store/lgthreads.py``)."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Protocol
+
+from outlast.store.hub import Notifying
+from outlast.store.records import LgRun, NewRun, Run, Thread
+
+
+class LangGraphStore(Notifying, Protocol):
+    # -- threads -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def lg_create_thread(
+        self, thread_id: str, principal: str, metadata: dict[str, Any]
+    ) -> tuple[Thread, bool]:
+        """``(thread, True)``, or the existing thread and ``False`` (whoever owns it: the
+        API checks the owner). No event, no notification."""
+
+    @abc.abstractmethod
+    async def lg_threads(
+        self,
+        *,
+        thread_id: str | None = None,
+        principal: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Thread]:
+        """Threads with their latest run and whether it asks a client for something,
+        newest first; ``metadata`` is JSON containment (Postgres' ``@>``)."""
+
+    @abc.abstractmethod
+    async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
+        """Merge ``patch`` into the thread's metadata (one transaction); None if unknown."""
+
+    @abc.abstractmethod
+    async def lg_delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread, its runs and their logs; False if unknown. A worker
+        executing one of its runs loses its lease with the row; CONTROL is notified for
+        each active run so it looks at once. Checkpoints are the saver's: the caller
+        deletes them."""
+
+    @abc.abstractmethod
+    async def lg_expire_temporary(self, age: float) -> list[str]:
+        """Delete temporary threads (stateless runs with ``on_completion=delete``) whose
+        runs all ended more than ``age`` seconds ago, with their runs; returns their ids
+        (the caller deletes their checkpoints)."""
+
+    # -- LangGraph runs ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def lg_create_run(
+        self,
+        new: NewRun,
+        lg: LgRun,
+        *,
+        strategy: str,
+        supersede_reason: str,
+        temporary: bool = False,
+    ) -> tuple[LgRun, Run, bool]:
+        """A new outlast run on a thread and its first LangGraph run, in one transaction
+        serialized per thread. An active run of the thread is handled by ``strategy``
+        (``reject`` → ThreadBusy, ``interrupt``/``rollback`` → cancelled as
+        ``request_cancel`` does, rollback also hiding its LangGraph runs, ``enqueue`` →
+        the new run queues behind it); a run that asks a client for something (a
+        LangGraph interrupt) is superseded (cancelled, error type ``superseded``) by new
+        input whatever the strategy. The thread's metadata gets ``graph_id`` and
+        ``assistant_id``. Notifies as ``create_run`` and ``request_cancel``. An
+        idempotency key already used returns that run and ``False``, touching nothing."""
+
+    @abc.abstractmethod
+    async def lg_resume(
+        self, run_id: str, answers: dict[str, Any], lg: LgRun
+    ) -> tuple[LgRun, bool]:
+        """Answer the waits ``answers`` (wait id → value) of a waiting run, as
+        ``answer`` with ``how="resume"``, and open the LangGraph run that continues its
+        log after the current last seq, in one transaction: every answer lands or none
+        (WaitNotOpen when one was answered already: two concurrent resumes give one
+        resume and one refusal). ``lg``'s idempotency key seen again with the same
+        kwargs returns that LangGraph run and ``False``."""
+
+    @abc.abstractmethod
+    async def lg_get_run(self, lg_id: str) -> LgRun | None:
+        """The LangGraph run (deleted ones included: the caller hides them), or None."""
+
+    @abc.abstractmethod
+    async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
+        """Newest first; runs made through ``/v1`` appear as their own LangGraph run."""
+
+    @abc.abstractmethod
+    async def lg_runs_of_run(self, run_id: str) -> list[LgRun]:
+        """The LangGraph runs that are stretches of one outlast run, oldest first."""
+
+    @abc.abstractmethod
+    async def lg_delete_runs_of(self, run_id: str) -> None:
+        """Hide every LangGraph run of an outlast run (cancelled with ``rollback``)."""
