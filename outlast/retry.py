@@ -46,6 +46,10 @@ class RetryPolicy:
             return float(full)
         return full / 2 + (rng or random).uniform(0, full / 2)
 
+    def allows(self, attempt: int) -> bool:
+        """Whether attempt ``attempt`` (1 for the first) may be made."""
+        return self.maximum_attempts is None or attempt <= self.maximum_attempts
+
 
 class Backoff:
     """The waits of one retrying loop: each ``next()`` is the policy's next delay;

@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
-import json
 from typing import Any
 
 from langgraph_sdk import get_client
 
 from outlast.store import Store
-from tests.harness import eventually, make_settings, serve
+from tests.harness import collect, eventually, make_settings, serve
 
 
 async def test_the_thread_stream_follows_every_run_and_resumes_by_id(store: Store) -> None:
@@ -164,8 +163,7 @@ async def test_after_seconds_delays_the_start_without_holding_a_worker(store: St
         assert run["status"] == "pending"
         done = await client.runs.join(thread, run["run_id"])
         assert done["messages"][-1]["content"].startswith("echo(")
-        log = (await srv.client.get(f"/v1/runs/{run['run_id']}/events")).text
-        events = [json.loads(line[6:]) for line in log.splitlines() if line.startswith("data: ")]
+        events = [e.data for e in await collect(srv.client, run["run_id"])]
         timer = next(e for e in events if e["type"] == "wait.started")["data"]["wait"]
         assert timer["kind"] == "timer"
         started = [e for e in events if e["type"] == "run.started"]

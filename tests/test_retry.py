@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+from typing import cast
 
 import pytest
 
 from outlast.retry import Backoff, RetryPolicy
+from outlast.runtime.sink import EventSink
+from outlast.store import EventDraft, EventStore, Lease
 
 
 def test_the_delay_grows_by_the_coefficient_from_the_first_interval() -> None:
@@ -42,8 +45,41 @@ def test_a_policy_that_would_wait_less_or_never_try_is_refused() -> None:
         RetryPolicy(initial_interval=1.0, maximum_attempts=0)
 
 
+def test_maximum_attempts_counts_the_first() -> None:
+    policy = RetryPolicy(initial_interval=1.0, maximum_attempts=3)
+    assert [policy.allows(n) for n in (1, 2, 3, 4)] == [True, True, True, False]
+    assert RetryPolicy(initial_interval=1.0).allows(10**9)  # None: no end
+
+
 def test_a_backoff_counts_failures_and_starts_over_when_reset() -> None:
     backoff = Backoff(RetryPolicy(initial_interval=0.2, maximum_interval=1.0))
     assert [backoff.next() for _ in range(5)] == [0.2, 0.4, 0.8, 1.0, 1.0]
     backoff.reset()
     assert backoff.next() == 0.2
+
+
+class _Flaky:
+    """An event store whose append fails ``failures`` times, then works."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    async def append(self, lease: Lease, batch: list[EventDraft]) -> int:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError("the connection dropped")
+        return len(batch)
+
+
+async def test_the_sink_retries_a_failed_append_by_its_policy() -> None:
+    lease = Lease("run", "worker", 1)
+    flaky = _Flaky(failures=4)  # the fifth and last attempt works
+    sink = EventSink(cast(EventStore, flaky), lease, on_error=lambda exc: None)
+    assert await sink._write([EventDraft("custom", {})]) == 1
+    assert flaky.calls == 5
+    hopeless = _Flaky(failures=5)
+    sink = EventSink(cast(EventStore, hopeless), lease, on_error=lambda exc: None)
+    with pytest.raises(ConnectionError):
+        await sink._write([EventDraft("custom", {})])
+    assert hopeless.calls == 5

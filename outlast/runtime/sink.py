@@ -33,12 +33,14 @@ import logging
 from collections.abc import Callable
 
 from outlast.errors import LeaseLost
+from outlast.retry import RetryPolicy
 from outlast.store import EventDraft, EventStore, Lease
 from outlast.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 
-_RETRIES = 5
+# an append that failed (a dropped connection): 0.05 s, doubling, five attempts in all
+_RETRY = RetryPolicy(initial_interval=0.05, maximum_attempts=5)
 # Events that end a step: a checkpoint write follows them closely (``stream``: the state
 # after a step a LangGraph client asked for, emitted as the next step's writes go out).
 _STEP_ENDS = frozenset({EventType.NODE_UPDATED, EventType.STREAM})
@@ -206,8 +208,9 @@ class EventSink:
         return any(d.type not in _STEP_ENDS for d in self._buffer)
 
     async def _write(self, batch: list[EventDraft]) -> int:
-        delay = 0.05
-        for attempt in range(_RETRIES):
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 seq = await self._store.append(self._lease, batch)
                 self.writes += 1
@@ -217,12 +220,10 @@ class EventSink:
             except Exception as exc:
                 # A failed statement wrote nothing (one statement, one transaction), so
                 # the same batch can be retried without duplicating seqs.
-                if attempt == _RETRIES - 1:
+                if not _RETRY.allows(attempt + 1):
                     raise
                 log.warning("event append for %s failed (%s); retrying", self._lease.run_id, exc)
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+                await asyncio.sleep(_RETRY.delay(attempt))
 
 
 def _bounded(draft: EventDraft, max_bytes: int) -> EventDraft:
