@@ -175,8 +175,9 @@ WORKER_LOOP_RESTARTS = Counter(
 WORKER_FINISHED = Counter(
     "outlast_worker_runs_finished",
     "Executions a worker ended, by outcome: completed, failed, cancelled (terminal); "
-    "waiting or queued (parked on a wait); released (back to the queue: drain, tranche, "
-    "reminder); lease_lost, store_failed, crashed. A run that waits executes more than "
+    "waiting or queued (parked on a wait); cancelling (cancelled as it parked, owing "
+    "compensations or a rollback that a worker does next); released (back to the queue: "
+    "drain, tranche, reminder); lease_lost, store_failed, crashed. A run that waits executes more than "
     "once. Why: the rate and the mix of how runs end.",
     ["outcome"],
     registry=REGISTRY,
