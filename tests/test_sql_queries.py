@@ -9,6 +9,8 @@ from importlib import resources
 
 import pytest
 
+from outlast.store.sqlfiles import queries
+
 _NAMED = re.compile(r"^-- name: (\w+)\s*\n(.*)$", re.MULTILINE)
 
 
@@ -24,3 +26,11 @@ def test_every_named_query_has_a_description(backend: str) -> None:
             if not line.startswith("-- ") or len(text) < 10:
                 bare.append(f"{backend}/{file.name}: {name}")
     assert not bare, "queries without a description line:\n" + "\n".join(bare)
+
+
+def test_sqlite_queries_read_the_clock_defined_once() -> None:
+    """SQLite's "now" is the view ``outlast_clock`` (migration 0014), not an expression
+    each query spells out again."""
+    spelled = [name for name, sql in queries("sqlite").items() if "julianday" in sql]
+    assert not spelled, spelled
+    assert any("outlast_clock" in sql for sql in queries("sqlite").values())

@@ -1,7 +1,7 @@
 -- Named queries for the SQLite store (named :parameters). Multi-step writes run inside
 -- BEGIN IMMEDIATE, which takes the database write lock up front, so seq assignment and
 -- lease checks are serialized exactly as Postgres serializes them with row locks.
--- Database time: (julianday('now') - 2440587.5) * 86400.0 is unix seconds, in ms.
+-- Database time: (SELECT now FROM outlast_clock), unix seconds in ms (0014_clock.sql).
 
 -- name: insert_run
 -- Accept a run: its row, or nothing if its idempotency key exists.
@@ -10,7 +10,7 @@ INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config
                           created_at, updated_at, options)
 VALUES (:id, :principal, :thread_id, :graph, 'queued', :input, :config, :metadata, :budget,
         :idempotency_key, :fingerprint, :max_attempts, 1,
-        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0,
+        (SELECT now FROM outlast_clock), (SELECT now FROM outlast_clock),
         :options)
 ON CONFLICT (principal, idempotency_key) DO NOTHING
 RETURNING *;
@@ -18,14 +18,14 @@ RETURNING *;
 -- name: touch_thread
 -- Create or touch the run's thread row (LangGraph's clients list threads).
 INSERT INTO outlast_threads (thread_id, principal, created_at, updated_at)
-VALUES (:thread_id, :principal, (julianday('now') - 2440587.5) * 86400.0,
-        (julianday('now') - 2440587.5) * 86400.0)
+VALUES (:thread_id, :principal, (SELECT now FROM outlast_clock),
+        (SELECT now FROM outlast_clock))
 ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at;
 
 -- name: insert_event
 -- One event at a seq the caller took.
 INSERT INTO outlast_events (run_id, seq, type, data, created_at)
-VALUES (:run_id, :seq, :type, :data, (julianday('now') - 2440587.5) * 86400.0);
+VALUES (:run_id, :seq, :type, :data, (SELECT now FROM outlast_clock));
 
 -- name: get_by_key
 -- The run a principal accepted under an idempotency key.
@@ -71,9 +71,9 @@ SELECT status, count(*) AS n FROM outlast_runs GROUP BY status;
 UPDATE outlast_runs
 SET status = CASE WHEN status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
     worker_id = :worker_id, lease_epoch = lease_epoch + 1,
-    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
+    lease_expires_at = (SELECT now FROM outlast_clock) + :ttl,
     attempts = attempts + 1, last_seq = last_seq + 1,
-    updated_at = (julianday('now') - 2440587.5) * 86400.0
+    updated_at = (SELECT now FROM outlast_clock)
 WHERE id IN (
     SELECT q.id FROM outlast_runs q
     WHERE (q.status = 'queued' OR (q.status = 'cancelling' AND q.worker_id IS NULL))
@@ -89,7 +89,7 @@ RETURNING *;
 -- name: renew
 -- Extend a worker's leases (on some of its runs, or all), each run's epoch and status back.
 UPDATE outlast_runs
-SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
+SET lease_expires_at = (SELECT now FROM outlast_clock) + :ttl
 WHERE worker_id = :worker_id AND status IN ('running', 'cancelling')
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
 RETURNING id, lease_epoch, status;
@@ -97,7 +97,7 @@ RETURNING id, lease_epoch, status;
 -- name: bump_seq
 -- Take the next seqs for a batch of events, fenced by the lease.
 UPDATE outlast_runs
-SET last_seq = last_seq + :n, updated_at = (julianday('now') - 2440587.5) * 86400.0
+SET last_seq = last_seq + :n, updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
 RETURNING last_seq;
@@ -107,7 +107,7 @@ RETURNING last_seq;
 UPDATE outlast_runs
 SET status = :status, result = :result, error = :error, worker_id = NULL,
     lease_expires_at = NULL, activity = NULL, last_seq = last_seq + 1,
-    updated_at = (julianday('now') - 2440587.5) * 86400.0
+    updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling')
 RETURNING id, last_seq, status,
@@ -132,7 +132,7 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
 -- Up to `limit` runs whose worker lease expired on database time, oldest first.
 SELECT * FROM outlast_runs
 WHERE status IN ('running', 'cancelling')
-  AND lease_expires_at < (julianday('now') - 2440587.5) * 86400.0
+  AND lease_expires_at < (SELECT now FROM outlast_clock)
 ORDER BY lease_expires_at
 LIMIT :limit;
 
@@ -144,13 +144,13 @@ SET status = :status, ending = :ending, error = :error, attempts = attempts + :a
     lease_expires_at = CASE WHEN :keep_worker THEN lease_expires_at END,
     activity = CASE WHEN :keep_worker THEN activity END,
     lease_epoch = lease_epoch + :epoch,
-    last_seq = last_seq + 1, updated_at = (julianday('now') - 2440587.5) * 86400.0
+    last_seq = last_seq + 1, updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id
 RETURNING *;
 
 -- name: run_set_ending
 -- Record how a run owing work ends (set_ending), on a row read under its lease.
-UPDATE outlast_runs SET ending = :ending, updated_at = (julianday('now') - 2440587.5) * 86400.0
+UPDATE outlast_runs SET ending = :ending, updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id;
 
 -- ---------------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ WHERE id = :run_id;
 -- name: bump_any
 -- Take the next `n` seqs of a run, unfenced (the caller decided it may write).
 UPDATE outlast_runs SET last_seq = last_seq + :n,
-    updated_at = (julianday('now') - 2440587.5) * 86400.0
+    updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id
 RETURNING last_seq;
 
@@ -170,9 +170,9 @@ INSERT INTO outlast_waits (id, run_id, interrupt_id, kind, status, object, promp
                            event_keys, has_default, default_answer, probe, since, wake_at,
                            lease_expires_at)
 VALUES (:id, :run_id, :interrupt_id, :kind, 'open', :object, :prompt, :schema, :event_keys,
-        :has_default, :default_answer, :probe, (julianday('now') - 2440587.5) * 86400.0,
-        COALESCE(:wake_at, (julianday('now') - 2440587.5) * 86400.0 + :wake_in),
-        COALESCE(:wake_at, (julianday('now') - 2440587.5) * 86400.0 + :wake_in) + :lease_grace)
+        :has_default, :default_answer, :probe, (SELECT now FROM outlast_clock),
+        COALESCE(:wake_at, (SELECT now FROM outlast_clock) + :wake_in),
+        COALESCE(:wake_at, (SELECT now FROM outlast_clock) + :wake_in) + :lease_grace)
 RETURNING *;
 
 -- name: w_find_live
@@ -198,8 +198,8 @@ SELECT * FROM outlast_waits WHERE id = :id;
 -- Answer an open wait; no row when it is not open any more.
 UPDATE outlast_waits
 SET status = 'answered', answer_key = :key, answer = :answer, answered_how = :how,
-    answered_at = (julianday('now') - 2440587.5) * 86400.0,
-    last_signal_at = (julianday('now') - 2440587.5) * 86400.0
+    answered_at = (SELECT now FROM outlast_clock),
+    last_signal_at = (SELECT now FROM outlast_clock)
 WHERE id = :id AND status = 'open'
 RETURNING *;
 
@@ -228,14 +228,14 @@ RETURNING id;
 
 -- name: run_requeue_if_waiting
 -- Queue a waiting run again (one of its waits was answered).
-UPDATE outlast_runs SET status = 'queued', updated_at = (julianday('now') - 2440587.5) * 86400.0
+UPDATE outlast_runs SET status = 'queued', updated_at = (SELECT now FROM outlast_clock)
 WHERE id = :run_id AND status = 'waiting'
 RETURNING id;
 
 -- name: sig_insert
 -- Store a signal (for the lookback of waits parked later).
 INSERT INTO outlast_signals (key, payload, principal, created_at)
-VALUES (:key, :payload, :principal, (julianday('now') - 2440587.5) * 86400.0)
+VALUES (:key, :payload, :principal, (SELECT now FROM outlast_clock))
 RETURNING id;
 
 -- name: sig_match
@@ -251,37 +251,37 @@ ORDER BY w.since;
 SELECT key, payload FROM outlast_signals
 WHERE key IN (SELECT value FROM json_each(:keys))
   AND principal = (SELECT principal FROM outlast_runs WHERE id = :run_id)
-  AND created_at >= (julianday('now') - 2440587.5) * 86400.0 - :lookback
+  AND created_at >= (SELECT now FROM outlast_clock) - :lookback
 ORDER BY created_at DESC, id DESC
 LIMIT 1;
 
 -- name: w_due
 -- Claim waits whose wake time has come, holding them a while from other workers.
-UPDATE outlast_waits SET wake_at = (julianday('now') - 2440587.5) * 86400.0 + :hold
+UPDATE outlast_waits SET wake_at = (SELECT now FROM outlast_clock) + :hold
 WHERE id IN (SELECT id FROM outlast_waits
-             WHERE status = 'open' AND wake_at <= (julianday('now') - 2440587.5) * 86400.0
+             WHERE status = 'open' AND wake_at <= (SELECT now FROM outlast_clock)
              ORDER BY wake_at LIMIT :limit)
 RETURNING *;
 
 -- name: w_next_due
 -- Seconds until the next open wait is due.
-SELECT min(wake_at) - (julianday('now') - 2440587.5) * 86400.0 AS seconds
+SELECT min(wake_at) - (SELECT now FROM outlast_clock) AS seconds
 FROM outlast_waits WHERE status = 'open' AND wake_at IS NOT NULL;
 
 -- name: w_probe_ok
 -- A wait's probe answered: renew its lease and schedule the next probe.
 UPDATE outlast_waits
 SET renewals = renewals + 1, failures = 0,
-    last_signal_at = (julianday('now') - 2440587.5) * 86400.0,
-    wake_at = (julianday('now') - 2440587.5) * 86400.0 + :every,
-    lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + 2 * :every
+    last_signal_at = (SELECT now FROM outlast_clock),
+    wake_at = (SELECT now FROM outlast_clock) + :every,
+    lease_expires_at = (SELECT now FROM outlast_clock) + 2 * :every
 WHERE id = :id AND status = 'open'
 RETURNING *;
 
 -- name: w_probe_failed
 -- A wait's probe failed: count it and schedule the next probe.
 UPDATE outlast_waits
-SET failures = failures + 1, wake_at = (julianday('now') - 2440587.5) * 86400.0 + :every
+SET failures = failures + 1, wake_at = (SELECT now FROM outlast_clock) + :every
 WHERE id = :id AND status = 'open'
 RETURNING *;
 
@@ -307,7 +307,7 @@ WHERE seq <= (SELECT r.last_seq FROM outlast_runs r WHERE r.id = outlast_events.
 -- name: prune_by_age
 -- Retention: drop events older than `age` seconds.
 DELETE FROM outlast_events
-WHERE created_at < (julianday('now') - 2440587.5) * 86400.0 - :age;
+WHERE created_at < (SELECT now FROM outlast_clock) - :age;
 
 -- name: w_withdraw
 -- Withdraw a run's open and answered waits (it waits no more).
@@ -346,7 +346,7 @@ RETURNING id;
 INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status, started_at,
                              compensate, compensates)
 VALUES (:run_id, :key, :tool, :args_hash, :args, :idempotent, 'started',
-        (julianday('now') - 2440587.5) * 86400.0, :compensate, :compensates)
+        (SELECT now FROM outlast_clock), :compensate, :compensates)
 ON CONFLICT (run_id, key) DO NOTHING
 RETURNING *;
 
@@ -364,7 +364,7 @@ RETURNING *;
 -- Record how an effect's call ended, and when.
 UPDATE outlast_effects
 SET status = :status, result = :result, error = :error,
-    finished_at = (julianday('now') - 2440587.5) * 86400.0
+    finished_at = (SELECT now FROM outlast_clock)
 WHERE run_id = :run_id AND key = :key
 RETURNING *;
 

@@ -10,7 +10,7 @@ INSERT INTO outlast_assistants (assistant_id, principal, graph_id, name, descrip
                                 config, context, metadata, created_at, updated_at)
 VALUES (:assistant_id, :principal, :graph_id, :assistant_name, :description,
         :config, :context, :metadata,
-        (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)
+        (SELECT now FROM outlast_clock), (SELECT now FROM outlast_clock))
 ON CONFLICT (assistant_id) DO NOTHING
 RETURNING *;
 
@@ -47,7 +47,7 @@ FROM outlast_assistant_versions WHERE assistant_id = :assistant_id;
 UPDATE outlast_assistants
 SET graph_id = :graph_id, name = :assistant_name, description = :description,
     config = :config, context = :context, metadata = :metadata,
-    version = :version, updated_at = (julianday('now') - 2440587.5) * 86400.0
+    version = :version, updated_at = (SELECT now FROM outlast_clock)
 WHERE assistant_id = :assistant_id AND principal = :principal
 RETURNING *;
 
@@ -58,7 +58,7 @@ SET (graph_id, name, description, config, context, metadata, version) = (
         SELECT v.graph_id, v.name, v.description, v.config, v.context, v.metadata, v.version
         FROM outlast_assistant_versions v
         WHERE v.assistant_id = outlast_assistants.assistant_id AND v.version = :version),
-    updated_at = (julianday('now') - 2440587.5) * 86400.0
+    updated_at = (SELECT now FROM outlast_clock)
 WHERE assistant_id = :assistant_id AND principal = :principal
   AND EXISTS (SELECT 1 FROM outlast_assistant_versions v
               WHERE v.assistant_id = :assistant_id AND v.version = :version)

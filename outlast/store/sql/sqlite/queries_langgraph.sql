@@ -3,8 +3,8 @@
 -- name: lg_thread_insert
 -- A new thread, or nothing if it exists.
 INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at)
-VALUES (:thread_id, :principal, :metadata, (julianday('now') - 2440587.5) * 86400.0,
-        (julianday('now') - 2440587.5) * 86400.0)
+VALUES (:thread_id, :principal, :metadata, (SELECT now FROM outlast_clock),
+        (SELECT now FROM outlast_clock))
 ON CONFLICT (thread_id) DO NOTHING
 RETURNING *;
 
@@ -15,7 +15,7 @@ SELECT * FROM outlast_threads WHERE thread_id = :thread_id;
 -- name: lg_thread_set_metadata
 -- Replace a thread's metadata.
 UPDATE outlast_threads
-SET metadata = :metadata, updated_at = (julianday('now') - 2440587.5) * 86400.0
+SET metadata = :metadata, updated_at = (SELECT now FROM outlast_clock)
 WHERE thread_id = :thread_id
 RETURNING *;
 
@@ -60,7 +60,7 @@ WHERE run_id = :run_id AND status = 'open'
 INSERT INTO outlast_lg_runs (id, run_id, thread_id, principal, assistant_id, from_seq, kwargs,
                              metadata, multitask_strategy, idempotency_key, created_at)
 VALUES (:id, :run_id, :thread_id, :principal, :assistant_id, :from_seq, :kwargs, :metadata,
-        :multitask_strategy, :idempotency_key, (julianday('now') - 2440587.5) * 86400.0)
+        :multitask_strategy, :idempotency_key, (SELECT now FROM outlast_clock))
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -103,5 +103,5 @@ WHERE t.temporary = 1
       SELECT 1 FROM outlast_runs r
       WHERE r.thread_id = t.thread_id
         AND (r.status NOT IN ('completed', 'failed', 'cancelled')
-             OR r.updated_at > (julianday('now') - 2440587.5) * 86400.0 - :age))
+             OR r.updated_at > (SELECT now FROM outlast_clock) - :age))
 LIMIT 100;

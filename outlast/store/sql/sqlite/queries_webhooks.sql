@@ -6,7 +6,7 @@
 INSERT INTO outlast_webhooks (id, principal, run_id, url, events, format, secret, extra, once,
                               wait_kinds, idempotency_key, fingerprint, created_at)
 VALUES (:id, :principal, :run_id, :url, :events, :format, :secret, :extra, :once,
-        :wait_kinds, :idempotency_key, :fingerprint, (julianday('now') - 2440587.5) * 86400.0)
+        :wait_kinds, :idempotency_key, :fingerprint, (SELECT now FROM outlast_clock))
 ON CONFLICT (principal, idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -50,10 +50,10 @@ ORDER BY delivery_id, n;
 -- One writer at a time (BEGIN IMMEDIATE): the claim is disjoint by the write lock.
 UPDATE outlast_deliveries
 SET status = 'delivering', attempts = attempts + 1, claimed_by = :worker_id,
-    next_at = (julianday('now') - 2440587.5) * 86400.0 + :hold
+    next_at = (SELECT now FROM outlast_clock) + :hold
 WHERE id IN (SELECT id FROM outlast_deliveries
              WHERE status IN ('pending', 'delivering')
-               AND next_at <= (julianday('now') - 2440587.5) * 86400.0
+               AND next_at <= (SELECT now FROM outlast_clock)
              ORDER BY next_at LIMIT :limit)
 RETURNING *;
 
@@ -65,7 +65,7 @@ SELECT * FROM outlast_webhooks WHERE id IN (SELECT value FROM json_each(:ids));
 -- Record one attempt of a delivery (once per number).
 INSERT INTO outlast_delivery_attempts (delivery_id, n, at, status_code, error, duration_ms,
                                        worker_id)
-VALUES (:id, :n, (julianday('now') - 2440587.5) * 86400.0, :status_code, :error,
+VALUES (:id, :n, (SELECT now FROM outlast_clock), :status_code, :error,
         :duration_ms, :worker_id)
 ON CONFLICT (delivery_id, n) DO NOTHING;
 
@@ -74,9 +74,9 @@ ON CONFLICT (delivery_id, n) DO NOTHING;
 UPDATE outlast_deliveries
 SET status = :status, last_error = :error, claimed_by = NULL,
     next_at = CASE WHEN :retry_in IS NULL THEN next_at
-                   ELSE (julianday('now') - 2440587.5) * 86400.0 + :retry_in END,
+                   ELSE (SELECT now FROM outlast_clock) + :retry_in END,
     delivered_at = CASE WHEN :status = 'delivered'
-                        THEN (julianday('now') - 2440587.5) * 86400.0 END
+                        THEN (SELECT now FROM outlast_clock) END
 WHERE id = :id AND claimed_by = :worker_id AND attempts = :n AND status = 'delivering'
 RETURNING id;
 
@@ -87,13 +87,13 @@ SELECT * FROM outlast_deliveries WHERE id = :id AND webhook_id = :webhook_id;
 -- name: dl_revive
 -- Send a delivery again: pending and due now.
 UPDATE outlast_deliveries
-SET status = 'pending', next_at = (julianday('now') - 2440587.5) * 86400.0, last_error = NULL
+SET status = 'pending', next_at = (SELECT now FROM outlast_clock), last_error = NULL
 WHERE id = :id
 RETURNING *;
 
 -- name: dl_next_due
 -- Seconds until the next pending delivery is due.
-SELECT max(0, min(next_at) - (julianday('now') - 2440587.5) * 86400.0) AS seconds
+SELECT max(0, min(next_at) - (SELECT now FROM outlast_clock)) AS seconds
 FROM outlast_deliveries WHERE status IN ('pending', 'delivering');
 
 -- name: dl_count

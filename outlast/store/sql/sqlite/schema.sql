@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0013_compensation
+-- Up to migration: 0014_clock
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -9,7 +9,7 @@
 -- change this file to the schema it leaves and the "Up to migration" line above.
 --
 -- JSON is TEXT, times are REAL unix seconds taken from the database clock
--- ((julianday('now') - 2440587.5) * 86400), booleans are INTEGER 0/1. The checkpoints
+-- (the view outlast_clock, at the end), booleans are INTEGER 0/1. The checkpoints
 -- and LangGraph's item store live in another file (checkpoints.db), in LangGraph's own
 -- tables.
 
@@ -274,3 +274,6 @@ BEGIN
       AND NOT (w.once AND EXISTS (SELECT 1 FROM outlast_deliveries d
                                   WHERE d.webhook_id = w.id));
 END;
+
+-- 0014: the database's clock, defined once (queries read (SELECT now FROM outlast_clock)).
+CREATE VIEW outlast_clock AS SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
