@@ -1,9 +1,6 @@
-"""Configuration, read from ``OUTLAST_*`` environment variables and CLI flags.
-
-Every clock has its own setting: the transport (stream lifetime, keepalive), the worker
-lease (dead-worker detection) and, later, activity leases and budgets. They are never
-folded into one timeout.
-"""
+"""Configuration, from ``OUTLAST_*`` environment variables and CLI flags: the only module
+that reads one. Every clock has settings of its own (the transport, the worker lease,
+activity leases, budgets), never folded into one timeout."""
 
 from __future__ import annotations
 
@@ -317,10 +314,9 @@ class Settings(BaseSettings):
 
 
 # The settings of the parts that also run without a server (a graph in a notebook, the
-# terminal client, a worker's fault points): one small model per concern, read from the
-# environment where it is used. Read afresh on every call, not cached, as the
-# ``os.environ`` reads they replace were: a notebook or a test changes the environment
-# between calls, and each is read once per run or per command, never per event.
+# terminal client, a worker's fault points), one small model per concern, read afresh
+# on every call: a notebook or a test changes the environment between calls, and each is
+# read once per run or per command, never per event.
 
 
 class ModelSettings(BaseSettings):
@@ -387,10 +383,9 @@ def _fault_settings(raw: str | None) -> FaultSettings:
     return FaultSettings()
 
 
-# Credentials named by tools (``outlast.nodes.credential("github.app")``): the ``env``
-# provider, and ``credential`` outside outlast, read ``OUTLAST_CREDENTIAL_<NAME>``. Not a
-# setting: the names are the tools' own, known only when a tool asks, so the variable is
-# read here by name, at that moment (a notebook may set it between two calls).
+# Credentials named by tools read ``OUTLAST_CREDENTIAL_<NAME>`` (the ``env`` provider):
+# not a setting, as the names are the tools' own, known only when a tool asks, so the
+# variable is read here by name at that moment (a notebook may set it between calls).
 CREDENTIAL_PREFIX = "OUTLAST_CREDENTIAL_"
 
 

@@ -177,8 +177,8 @@ WORKER_FINISHED = Counter(
     "Executions a worker ended, by outcome: completed, failed, cancelled (terminal); "
     "waiting or queued (parked on a wait); cancelling (cancelled as it parked, owing "
     "compensations or a rollback that a worker does next); released (back to the queue: "
-    "drain, tranche, reminder); lease_lost, store_failed, crashed. A run that waits executes more than "
-    "once. Why: the rate and the mix of how runs end.",
+    "drain, tranche, reminder); lease_lost, store_failed, crashed. A run that waits "
+    "executes more than once. Why: the rate and the mix of how runs end.",
     ["outcome"],
     registry=REGISTRY,
 )
