@@ -305,11 +305,9 @@ class Settings(BaseSettings):
     )
 
     def sqlite_paths(self) -> tuple[Path, Path]:
-        """The run store and the checkpoint store live in two files.
-
-        Two files, because aiosqlite gives each connection its own thread and write lock;
-        keeping checkpoints apart stops a long checkpoint write from blocking run acceptance.
-        """
+        """The run store and the checkpoint store, in two files: aiosqlite gives each
+        connection its own thread and write lock, and a long checkpoint write kept apart
+        does not block run acceptance."""
         return self.data_dir / "outlast.db", self.data_dir / "checkpoints.db"
 
 
