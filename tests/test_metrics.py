@@ -254,7 +254,7 @@ async def test_json_logs_carry_the_run(store: Store, json_lines: io.StringIO) ->
     assert failed, records
     record = failed[0]
     assert set(record) >= {"time", "level", "logger", "message"}
-    assert record["level"] == "WARNING" and record["logger"] == "outlast.runtime.execution"
+    assert record["level"] == "WARNING" and record["logger"] == "outlast.runtime.endings"
     assert record["run_id"] == run["id"] and record["thread_id"] == run["thread_id"]
     assert record["trace_id"] == run["id"]  # no tracing: the run id stands in
     # outside a run, no run fields
