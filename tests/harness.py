@@ -33,7 +33,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -42,6 +42,8 @@ import httpx
 import psycopg
 import pytest
 import uvicorn
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from outlast.api.app import create_app
@@ -156,6 +158,19 @@ class Server:
     settings: Settings
     client: httpx.AsyncClient
     app: Any = None
+    _sdks: list[LangGraphClient] = field(default_factory=list)
+
+    def sdk(self, **options: Any) -> LangGraphClient:
+        """LangGraph's SDK client on this server, closed with it (an SDK client left open
+        leaks its pooled sockets, which ``filterwarnings = error`` turns into a failure of
+        whichever test the garbage collector runs under)."""
+        client = get_client(url=self.url, **options)
+        self._sdks.append(client)
+        return client
+
+    async def close_sdks(self) -> None:
+        for client in self._sdks:
+            await client.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -185,9 +200,11 @@ async def serve(
     port = server.servers[0].sockets[0].getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        srv = Server(url, store, settings, client, app)
         try:
-            yield Server(url, store, settings, client, app)
+            yield srv
         finally:
+            await srv.close_sdks()
             server.should_exit = True
             await task
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 
 from outlast.graph.booking import reservations
 from outlast.store import Store
@@ -30,7 +29,7 @@ async def test_the_rollback_strategy_undoes_the_interrupt_strategy_keeps(
     store: Store, tmp_path: Path
 ) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         for strategy, undone in (("interrupt", 0), ("rollback", 2)):
             desk = tmp_path / f"{strategy}.jsonl"
             conf = {"configurable": {"desk": str(desk), "then": "sleep"}}
@@ -53,7 +52,7 @@ async def test_cancel_with_rollback_gives_the_room_back(
 ) -> None:
     monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         rooms = tmp_path / "rooms"
         config: Any = {"configurable": {"reservations": str(rooms)}}
         thread = (await client.threads.create())["thread_id"]
@@ -78,7 +77,7 @@ async def test_the_booking_example_kept_or_declined(
 ) -> None:
     monkeypatch.setenv("OUTLAST_WORKSPACE_ROOT", str(tmp_path))
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         statuses = {}
         for keep in (True, False):
             rooms = tmp_path / f"rooms-{keep}"
@@ -101,7 +100,7 @@ async def test_a_compensation_a_person_must_settle_is_an_interrupt_there(
     Path(str(desk) + ".unbook_fails").write_text("1")  # the hotel's cancel fails once
     settings = make_settings(compensation_attempts=1, compensation_backoff=0.0)
     async with serve(store, settings) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         conf = {"configurable": {"desk": str(desk), "then": "fail"}}
         run = await client.runs.create(thread, "trip", input={}, config=conf)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 
 from outlast.store import Store
 from outlast.store.hub import CONTROL, wait_for
@@ -124,7 +123,7 @@ async def test_a_busy_thread_queues_the_run(store: Store) -> None:
 async def test_the_langgraph_face_starts_it_too(store: Store) -> None:
     async with serve(store, make_settings(**QUIET)) as srv:
         await _idle(srv)
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         run = await client.runs.create(thread, "lg_chat", input={"messages": []})
         assert run["status"] == "running"

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from langgraph.pregel.remote import RemoteGraph
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
@@ -37,7 +36,7 @@ async def srv(store: Store) -> AsyncIterator[Server]:
 
 @pytest.fixture
 async def client(srv: Server) -> AsyncIterator[LangGraphClient]:
-    async with get_client(url=srv.url, api_key=None) as c:
+    async with srv.sdk(api_key=None) as c:
         yield c
 
 
@@ -249,8 +248,8 @@ async def test_principals_isolate_user_assistants(store: Store) -> None:
     settings = make_settings(api_keys=f"alice:{ALICE},bob:{BOB}")
     async with (
         serve(store, settings, with_worker=False) as srv,
-        get_client(url=srv.url, api_key=ALICE) as alice,
-        get_client(url=srv.url, api_key=BOB) as bob,
+        srv.sdk(api_key=ALICE) as alice,
+        srv.sdk(api_key=BOB) as bob,
     ):
         aid = (await alice.assistants.create("lg_chat", name="alice's"))["assistant_id"]
         for who in (alice, bob):  # system assistants are everyone's

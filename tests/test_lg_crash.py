@@ -28,8 +28,8 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
     server, url = start_server(db_url, tmp_path / "s1.log")
     port = int(url.rsplit(":", 1)[1])
     restarted = None
+    client = get_client(url=url)
     try:
-        client = get_client(url=url)
         thread = (await client.threads.create())["thread_id"]
         follower = follow_slow(client, thread, steps=8, delay=0.25)
         seen, task = follower.seen, follower.task
@@ -57,6 +57,7 @@ async def test_a_stream_cut_by_a_sigkill_goes_on_after_the_restart(
         assert native["attempts"] == 2  # taken over from its last checkpoint
         assert whole[0].data["attempt"] == 2
     finally:
+        await client.aclose()
         kill(server, signal.SIGKILL)
         if restarted is not None:
             kill(restarted, signal.SIGTERM)

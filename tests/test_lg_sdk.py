@@ -45,7 +45,7 @@ async def replay(client: Any, thread_id: str, run_id: str) -> list[Any]:
 
 async def test_a_streamed_run_is_the_log_and_rejoins_from_any_event(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = await client.threads.create()
         created: list[Any] = []
         live = await collect(
@@ -84,7 +84,7 @@ async def test_a_streamed_run_is_the_log_and_rejoins_from_any_event(store: Store
 
 async def test_subgraph_events_are_named_by_namespace(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = await client.threads.create()
         live = await collect(
             client.runs.stream(
@@ -113,7 +113,7 @@ async def test_subgraph_events_are_named_by_namespace(store: Store) -> None:
 
 async def test_interrupt_resume_and_the_thread_between(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         live = await collect(
             client.runs.stream(
@@ -145,7 +145,7 @@ async def test_interrupt_resume_and_the_thread_between(store: Store) -> None:
 
 async def test_a_resume_map_answers_parallel_interrupts_one_by_one(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         paused = await client.runs.wait(thread, "lg_multi", input={})
         ids = [i["id"] for i in paused["__interrupt__"]]
@@ -164,7 +164,7 @@ async def test_a_resume_map_answers_parallel_interrupts_one_by_one(store: Store)
 
 async def test_strict_resume_refuses_what_matches_nothing(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         info = (await srv.client.get("/info")).json()
         assert info["flags"]["strict_resume"] is True
         idle = (await client.threads.create())["thread_id"]
@@ -183,7 +183,7 @@ async def test_strict_resume_refuses_what_matches_nothing(store: Store) -> None:
 
 async def test_two_concurrent_resumes_give_one_resume_and_one_refusal(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         await client.runs.wait(thread, "lg_hitl", input={"topic": "t"})
         outcomes = await asyncio.gather(
@@ -200,7 +200,7 @@ async def test_two_concurrent_resumes_give_one_resume_and_one_refusal(store: Sto
 
 async def test_new_input_on_an_interrupted_thread_supersedes_the_pause(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         paused = await client.runs.wait(thread, "lg_hitl", input={"topic": "old"})
         assert "__interrupt__" in paused
@@ -214,7 +214,7 @@ async def test_new_input_on_an_interrupted_thread_supersedes_the_pause(store: St
 
 async def test_wait_and_join_report_errors_the_way_the_sdk_raises(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         with pytest.raises(Exception, match="ValueError: kaboom"):
             await client.runs.wait(None, "lg_fail", input={})
         thread = (await client.threads.create())["thread_id"]
@@ -232,7 +232,7 @@ async def test_wait_and_join_report_errors_the_way_the_sdk_raises(store: Store) 
 async def test_multitask_strategies(store: Store) -> None:
     slow = {"configurable": {"steps": 50, "delay": 0.1}}
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         first = await client.runs.create(thread, "lg_slow", input={}, config=slow)
         await until_status(client, thread, first["run_id"], "running")
@@ -261,7 +261,7 @@ async def _values(client: Any, thread: str) -> Any:
 
 async def test_cancel_ends_the_run_and_wait_really_waits(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         run = await client.runs.create(
             thread, "lg_slow", input={}, config={"configurable": {"steps": 100, "delay": 0.1}}
@@ -300,7 +300,7 @@ async def test_bulk_cancel_by_status_follows_the_status_the_client_sees(store: S
     a timer; a run that asks a person is neither (its LangGraph run ended at the
     interrupt). The bulk cancel once mapped statuses itself and missed the first two."""
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         threads = [(await client.threads.create())["thread_id"] for _ in range(3)]
         later = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=600)).isoformat()
         delayed = await client.runs.create(threads[0], "lg_chat", input={}, after_seconds=600)
@@ -353,7 +353,7 @@ async def test_bad_requests_get_the_status_the_clients_expect_and_write_nothing(
     store: Store,
 ) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         cases = [
             ("post", f"/threads/{thread}/runs", {"assistant_id": "nope"}, 422),
@@ -393,7 +393,7 @@ async def test_bad_requests_get_the_status_the_clients_expect_and_write_nothing(
 
 async def test_threads_search_patch_copy_delete(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         a = await client.threads.create(metadata={"team": "a", "n": 1})
         await client.threads.create(metadata={"team": "b"})
         await client.runs.wait(
@@ -423,7 +423,7 @@ async def test_threads_search_patch_copy_delete(store: Store) -> None:
 
 async def test_update_state_as_node_and_history(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         await client.runs.wait(thread, "lg_hitl", input={"topic": "t"})
         history = await client.threads.get_history(thread, limit=10)
@@ -445,7 +445,7 @@ async def test_update_state_as_node_and_history(store: Store) -> None:
 
 async def test_remote_graph_invoke_interrupt_resume_state_and_graph(store: Store) -> None:
     async with serve(store) as srv:
-        remote = RemoteGraph("lg_hitl", url=srv.url)
+        remote = RemoteGraph("lg_hitl", client=srv.sdk())
         config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
         paused = await remote.ainvoke({"topic": "y"}, config)
         assert paused["__interrupt__"][0]["value"]["question"] == "Approve the plan?"
@@ -458,7 +458,7 @@ async def test_remote_graph_invoke_interrupt_resume_state_and_graph(store: Store
         assert history[0].values["done"] == "acted on 'ok'"
         await remote.aupdate_state(config, {"topic": "edited"})
         assert (await remote.aget_state(config)).values["topic"] == "edited"
-        graph = await RemoteGraph("lg_nested", url=srv.url).aget_graph(xray=True)
+        graph = await RemoteGraph("lg_nested", client=srv.sdk()).aget_graph(xray=True)
         assert "inner:inner_a" in graph.nodes
 
 
@@ -472,7 +472,7 @@ async def test_remote_graph_as_a_subgraph_surfaces_its_interrupt(store: Store) -
     from tests.lg_graphs import HitlState
 
     async with serve(store) as srv:
-        remote = RemoteGraph("lg_hitl", url=srv.url)
+        remote = RemoteGraph("lg_hitl", client=srv.sdk())
         builder = StateGraph(HitlState)
         builder.add_node("remote", remote)
         builder.add_edge(START, "remote")
@@ -489,8 +489,8 @@ async def test_remote_graph_as_a_subgraph_surfaces_its_interrupt(store: Store) -
 async def test_principals_isolate_threads_and_runs(store: Store) -> None:
     settings = make_settings(api_keys=f"alice:{ALICE},bob:{BOB}")
     async with serve(store, settings) as srv:
-        alice = get_client(url=srv.url, api_key=ALICE)
-        bob = get_client(url=srv.url, api_key=BOB)
+        alice = srv.sdk(api_key=ALICE)
+        bob = srv.sdk(api_key=BOB)
         thread = await alice.threads.create(metadata={"owner": "alice"})
         run = await alice.runs.wait(thread["thread_id"], "lg_chat", input={"messages": []})
         assert "messages" in run
@@ -510,8 +510,8 @@ async def test_principals_isolate_threads_and_runs(store: Store) -> None:
 async def test_a_graph_node_gets_its_principals_store(store: Store) -> None:
     settings = make_settings(api_keys=f"alice:{ALICE},bob:{BOB}")
     async with serve(store, settings) as srv:
-        alice = get_client(url=srv.url, api_key=ALICE)
-        bob = get_client(url=srv.url, api_key=BOB)
+        alice = srv.sdk(api_key=ALICE)
+        bob = srv.sdk(api_key=BOB)
         first = await alice.runs.wait(None, "lg_memory", input={"note": "a1"})
         assert first["recalled"] == ["a1"]
         theirs = await bob.runs.wait(None, "lg_memory", input={"note": "b1"})
@@ -537,13 +537,14 @@ async def test_a_proxy_cut_mid_stream_is_rejoined_by_the_sdk(store: Store) -> No
         await proxy.restore()  # the SDK retries after its backoff (about a second)
         await asyncio.wait_for(task, 60)
         await proxy.close()
-        whole = await replay(get_client(url=srv.url), thread, follower.run_id)
+        await client.aclose()
+        whole = await replay(srv.sdk(), thread, follower.run_id)
         assert parts(seen) == parts(whole)  # metadata once, then every event once
 
 
 async def test_context_fork_and_durability_options(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         greeted = await client.runs.wait(None, "lg_context", input={}, context={"user": "ana"})
         assert greeted == {"greeting": "hello ana"}
         thread = (await client.threads.create())["thread_id"]
@@ -567,7 +568,7 @@ async def test_context_fork_and_durability_options(store: Store) -> None:
 async def test_closing_a_stream_cancels_only_when_the_client_asked(store: Store) -> None:
     slow = {"configurable": {"steps": 40, "delay": 0.1}}
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         for choice, expected in (("continue", "success"), ("cancel", "interrupted")):
             thread = (await client.threads.create())["thread_id"]
             created: list[Any] = []
@@ -599,7 +600,7 @@ async def _native_until_terminal(http: httpx.AsyncClient, run_id: str) -> str:
 
 async def test_a_credential_answered_by_resume_is_never_shown(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         paused = await client.runs.wait(thread, "auth", input={})
         assert "__interrupt__" in paused
@@ -630,7 +631,7 @@ async def test_a_missing_credential_is_given_by_a_resume(
     monkeypatch.setenv("OUTLAST_TEST_CREDENTIALS_DIR", str(tmp_path))
     settings = make_settings(credential_providers=["tests.credential_graphs:refusing"])
     async with serve(store, settings) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         config: Any = {"configurable": {"pause": 0.1}}
         paused = await client.runs.wait(thread, "long_wait", input={}, config=config)
@@ -665,7 +666,7 @@ async def test_a_join_whose_thread_is_deleted_under_it_ends_with_an_error(store:
     LangGraph's ``__error__``, never a cut or half-written body."""
     slow = {"configurable": {"steps": 500, "delay": 0.1}}
     async with serve(store, make_settings(langgraph_heartbeat=0.2)) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         run = await client.runs.create(thread, "lg_slow", input={}, config=slow)
         path = f"/threads/{thread}/runs/{run['run_id']}/join"

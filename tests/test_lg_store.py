@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import UnprocessableEntityError
 
@@ -27,7 +26,7 @@ KEYS = f"alice:{ALICE},bob:{BOB}"
 
 @asynccontextmanager
 async def lg(srv: Server, key: str | None = None) -> AsyncIterator[LangGraphClient]:
-    client = get_client(url=srv.url, api_key=key, timeout=30)
+    client = srv.sdk(api_key=key, timeout=30)
     try:
         yield client
     finally:

@@ -8,15 +8,13 @@ import datetime as dt
 import itertools
 from typing import Any
 
-from langgraph_sdk import get_client
-
 from outlast.store import Store
 from tests.harness import collect, eventually, make_settings, serve
 
 
 async def test_the_thread_stream_follows_every_run_and_resumes_by_id(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         seen: list[Any] = []
 
@@ -83,7 +81,7 @@ async def test_heartbeats_on_a_quiet_stream(store: Store) -> None:
 
 async def test_a_cursor_older_than_retention_is_told_then_the_current_values(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         run = await client.runs.create(
             thread, "lg_chat", input={"messages": []}, stream_mode=["values"]
@@ -104,7 +102,7 @@ async def test_rejoining_a_finished_run_replays_then_ends(store: Store) -> None:
     """aegra#472: a finished run with ``Last-Event-ID: -1`` must end, not wait forever;
     past its last event, only ``end``."""
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         done = await client.runs.create(thread, "lg_chat", input={"messages": []})
         await client.runs.join(thread, done["run_id"])
@@ -157,7 +155,7 @@ async def test_join_stream_modes_filter_and_every_encoding_works(store: Store) -
 
 async def test_after_seconds_delays_the_start_without_holding_a_worker(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         run = await client.runs.create(thread, "lg_chat", input={"messages": []}, after_seconds=1)
         assert run["status"] == "pending"
@@ -177,7 +175,7 @@ async def test_after_seconds_delays_the_start_without_holding_a_worker(store: St
 async def test_the_legacy_messages_mode_sends_the_message_so_far(store: Store) -> None:
     settings = make_settings(message_flush_interval=0.05)
     async with serve(store, settings) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         created: list[Any] = []
         live = [
@@ -210,7 +208,7 @@ async def test_the_legacy_messages_mode_sends_the_message_so_far(store: Store) -
 
 async def test_the_events_mode_is_langchains_astream_events(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         created: list[Any] = []
         live = [
             p
@@ -243,7 +241,7 @@ async def test_the_events_mode_is_langchains_astream_events(store: Store) -> Non
 async def test_a_stateless_runs_thread_is_deleted_after_it_ends_unless_kept(store: Store) -> None:
     settings = make_settings(temporary_thread_ttl=0, retention_interval=0.2)
     async with serve(store, settings) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         gone = await client.runs.create(None, "lg_chat", input={"messages": []})
         kept = await client.runs.create(
             None, "lg_chat", input={"messages": []}, on_completion="keep"

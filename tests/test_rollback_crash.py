@@ -32,8 +32,9 @@ async def test_a_rollback_survives_a_sigkill_of_the_server_that_took_the_cancel(
 ) -> None:
     first, url = start_server(db_url, tmp_path / "s1.log", OUTLAST_FAULTS=faults.AFTER_CANCEL)
     second = None
+    clients = [get_client(url=url)]
+    client = clients[0]
     try:
-        client = get_client(url=url)
         thread = (await client.threads.create())["thread_id"]
         quick = {"configurable": {"steps": 2, "delay": 0}}
         await client.runs.wait(thread, "lg_slow", input={}, config=quick)
@@ -56,10 +57,13 @@ async def test_a_rollback_survives_a_sigkill_of_the_server_that_took_the_cancel(
         second, url = start_server(db_url, tmp_path / "s2.log")
         final = await wait_for_status(store, run_id, {"cancelled"}, proc=second)
         client = get_client(url=url)
+        clients.append(client)
         assert (await client.threads.get_state(thread))["values"] == kept
         with pytest.raises(NotFoundError):  # gone for LangGraph's clients, with the cancel
             await client.runs.get(thread, run_id)
     finally:
+        for each in clients:
+            await each.aclose()
         kill(first)
         if second is not None:
             kill(second, signal.SIGTERM)

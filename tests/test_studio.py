@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 from tests.harness import eventually_blocking
 
@@ -186,7 +187,11 @@ def _tool_calls(messages: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_graphs_open_and_agent_runs_in_studio(studio: Studio) -> None:
-    client = get_client(url=studio.url, timeout=30)
+    async with get_client(url=studio.url, timeout=30) as client:
+        await _studio_session(studio, client)
+
+
+async def _studio_session(studio: Studio, client: LangGraphClient) -> None:
 
     # Studio lists the graphs of langgraph.json as assistants and draws each one.
     declared = set(json.loads(CONFIG.read_text(encoding="utf-8"))["graphs"])

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
 from outlast.store import Store
@@ -220,7 +219,7 @@ async def test_langgraph_per_run_webhook_posts_the_run_when_it_ends(
     store: Store, tmp_path: Path, hooks: Receiver
 ) -> None:
     async with serve(store, _settings(tmp_path)) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = await client.threads.create()
         run = await client.runs.create(
             thread["thread_id"], "steps", input={"n": 1}, webhook=f"{hooks.url}/lg"
