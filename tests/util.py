@@ -110,3 +110,20 @@ async def set_cron_due(store: Store, cron_id: str, when: dt.datetime) -> None:
             "UPDATE outlast_crons SET next_run_at = ? WHERE cron_id = ?",
             (when.timestamp(), cron_id),
         )
+
+
+async def cron_runs(
+    store: Store, cron_id: str, principal: str = ""
+) -> list[tuple[dt.datetime, Run]]:
+    """The runs a cron made, by the tick each was made for (read from its idempotency
+    key, ``Tick.key``), oldest tick first."""
+    prefix = f"cron:{cron_id}:"
+    runs = await store.list_runs(
+        thread_id=None, status=None, limit=100_000, before=None, principal=principal
+    )
+    made = [
+        (dt.datetime.fromisoformat(r.idempotency_key.removeprefix(prefix)), r)
+        for r in runs
+        if r.idempotency_key and r.idempotency_key.startswith(prefix)
+    ]
+    return sorted(made, key=lambda pair: pair[0])

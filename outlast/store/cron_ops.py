@@ -122,7 +122,8 @@ class CronOps(TxProvider):
             fields: dict[str, Any] = {
                 name: changes.get(name, getattr(current, name)) for name in UPDATABLE
             }
-            fields["metadata"] = {**current.metadata, **dict(changes.get("metadata", {}))}
+            for merged in ("metadata", "payload"):  # by top-level key, under the lock
+                fields[merged] = {**getattr(current, merged), **dict(changes.get(merged, {}))}
             due = current.next_run_at
             if SCHEDULING & set(changes):  # a new schedule starts from now
                 now = await _now(tx)

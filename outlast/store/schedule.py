@@ -40,11 +40,16 @@ def zone(timezone: str | None) -> ZoneInfo:
         raise BadSchedule("timezone", f"unknown time zone {timezone!r}") from None
 
 
+def readable(schedule: str) -> bool:
+    """Whether croniter reads ``schedule`` (five or six fields, or an alias)."""
+    return bool(croniter.is_valid(schedule))
+
+
 def check(schedule: str, timezone: str | None, now: dt.datetime) -> None:
     """Refuse a schedule croniter cannot read, one that never fires after ``now`` (``0 0
     31 2 *``), or an unknown time zone."""
     zone(timezone)
-    if not croniter.is_valid(schedule):
+    if not readable(schedule):
         raise BadSchedule("schedule", f"not a cron expression: {schedule!r}")
     if next_after(schedule, timezone, now) is None:
         raise BadSchedule("schedule", f"{schedule!r} never fires")

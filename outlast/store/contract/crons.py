@@ -38,8 +38,9 @@ class CronStore(Notifying, Protocol):
     async def update_cron(
         self, cron_id: str, changes: Mapping[str, Any], principal: str = ""
     ) -> Cron:
-        """Change the fields named in ``changes`` (``crons.UPDATABLE``; ``metadata`` is
-        merged into the current metadata, the others replace theirs). A change of the
+        """Change the fields named in ``changes`` (``crons.UPDATABLE``; ``metadata`` and
+        ``payload`` are merged into the current ones by top-level key, the others replace
+        theirs). A change of the
         schedule, time zone, end time or ``enabled`` re-plans the next tick from now (a
         cron enabled again does not catch up on the ticks it missed while disabled); a
         tick being fired is left to its scheduler. ``CronNotFound`` for a cron the
