@@ -125,7 +125,7 @@ class CronOps(TxProvider):
             for merged in ("metadata", "payload"):  # by top-level key, under the lock
                 fields[merged] = {**getattr(current, merged), **dict(changes.get(merged, {}))}
             due = current.next_run_at
-            if SCHEDULING & set(changes):  # a new schedule starts from now
+            if any(fields[k] != getattr(current, k) for k in SCHEDULING):  # planned from now
                 now = await _now(tx)
                 due = (
                     schedule.first_due(

@@ -58,6 +58,8 @@ async def test_update_merges_metadata_and_replans_only_a_new_schedule(
     assert kept.metadata == {"a": 1, "b": 2}
     assert kept.payload == {"input": {"n": 1}, "webhook": "https://x.example"}
     assert kept.next_run_at == made.next_run_at  # not a schedule change
+    same = await store.update_cron(made.cron_id, {"schedule": YEARLY, "enabled": True}, "alice")
+    assert same.next_run_at == made.next_run_at  # nor is the same schedule again
     assert kept.updated_at >= made.updated_at
     assert await notes.take() == {(CRONS, made.cron_id)}
     june = await store.update_cron(made.cron_id, {"schedule": "0 0 1 6 *"}, "alice")

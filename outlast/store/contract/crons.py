@@ -41,7 +41,8 @@ class CronStore(Notifying, Protocol):
         """Change the fields named in ``changes`` (``crons.UPDATABLE``; ``metadata`` and
         ``payload`` are merged into the current ones by top-level key, the others replace
         theirs). A change of the
-        schedule, time zone, end time or ``enabled`` re-plans the next tick from now (a
+        schedule, time zone, end time or ``enabled`` (to another value) re-plans the next
+        tick from now (a
         cron enabled again does not catch up on the ticks it missed while disabled); a
         tick being fired is left to its scheduler. ``CronNotFound`` for a cron the
         principal does not have. Notifies CRONS."""
