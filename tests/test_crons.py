@@ -139,6 +139,11 @@ async def test_a_bad_schedule_or_timezone_is_a_422_naming_it(
             await client.crons.create("no-such-graph", schedule=YEARLY)
         with pytest.raises(UnprocessableEntityError):
             await client.crons.create("steps", schedule=YEARLY, stream_mode="nonsense")
+        with pytest.raises(UnprocessableEntityError):
+            await client.crons.create("steps", schedule=YEARLY, webhook="ftp://example.com/")
+        with pytest.raises(UnprocessableEntityError):
+            await client.crons.update(made["cron_id"], webhook="http://10.0.0.1/x")
+        assert await client.crons.search() == [made]
 
 
 async def test_a_cron_fires_ordinary_runs_on_schedule(store: Store) -> None:

@@ -90,7 +90,8 @@ async def start(
 async def checked(ctx: AppContext, body: RunCreate) -> Assistant:
     """What a run request must pass whatever thread it goes to, refused as its acceptance
     refuses it: its stream modes, ``configurable`` or ``context`` (not both), its
-    assistant, the size of its input, the config merged with the assistant's. A cron
+    assistant, the size of its input, the config merged with the assistant's, the
+    ``webhook`` URL. A cron
     checks so the request its runs will be made from when it is made (api/lg/crons.py)."""
     _modes(body)
     config = dict(body.config or {})
@@ -102,6 +103,8 @@ async def checked(ctx: AppContext, body: RunCreate) -> Assistant:
     assistant = await resolve_assistant(ctx, body.assistant_id)
     check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
     _request(body, assistant, config, configurable, {}, None)  # the merged config's checks
+    if body.webhook:
+        webhook.subscription(ctx.settings, body.webhook, "")
     return assistant
 
 
