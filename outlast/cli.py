@@ -173,6 +173,7 @@ def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker:
 
 
 async def _worker_main(settings: Settings) -> None:
+    from outlast.api.lg.cron_runs import firer
     from outlast.api.webhooks import BODIES
     from outlast.graph.registry import GraphRegistry
     from outlast.runtime.worker import Worker
@@ -183,7 +184,8 @@ async def _worker_main(settings: Settings) -> None:
     try:
         graphs = GraphRegistry.from_config(settings.graphs_file, settings.graphs)
         graphs.load_all()
-        worker = Worker(store, graphs, settings, bodies=BODIES)
+        fire = firer(store, graphs, settings)
+        worker = Worker(store, graphs, settings, bodies=BODIES, fire_cron=fire)
         heap.settle()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

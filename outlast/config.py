@@ -181,6 +181,7 @@ class Settings(BaseSettings):
         default=300.0, ge=0, description="a signal wakes waits registered up to this long after it"
     )
     waker_interval: float = Field(default=1.0, gt=0, description="longest nap of the waker")
+    cron_interval: float = Field(default=5.0, gt=0, description="longest nap of the cron scheduler")
     probe_timeout: float = Field(
         default=30.0, gt=0, description="seconds one call of an external wait's probe may take"
     )

@@ -23,13 +23,13 @@ from outlast.store import Lease, LgRun, RunStatus, WaitSpec
 from outlast.store.sqlite import SqliteStore
 from outlast.vocabulary import WaitKind, WaitStatus
 from tests.harness import open_sqlite
-from tests.util import new_run
+from tests.util import new_cron, new_run
 
 
 @dataclass(frozen=True)
 class World:
     """What the reads look at: a waiting run (a human wait and a timer), its effect, its
-    thread, a LangGraph run on another thread, an assistant."""
+    thread, a LangGraph run on another thread, an assistant, a cron."""
 
     run_id: str
     thread_id: str
@@ -37,6 +37,7 @@ class World:
     lg_id: str
     lg_thread: str
     assistant_id: str
+    cron_id: str
 
 
 async def _build(store: SqliteStore) -> World:
@@ -66,7 +67,8 @@ async def _build(store: SqliteStore) -> World:
     )
     await store.lg_create_run(lg_new, lg, strategy="enqueue", supersede_reason="")
     await store.create_assistant(assistant_id="a1", graph_id="steps", name="one")
-    return World(run.id, new.thread_id, human[0].id, lg.id, lg_new.thread_id, "a1")
+    cron = await store.create_cron(new_cron())
+    return World(run.id, new.thread_id, human[0].id, lg.id, lg_new.thread_id, "a1", cron.cron_id)
 
 
 Read = Callable[[SqliteStore, World], Awaitable[bool]]
@@ -163,6 +165,23 @@ async def _versions(s: SqliteStore, w: World) -> bool:
     return [a.version for a in await s.list_assistant_versions(w.assistant_id)] == [1]
 
 
+async def _cron(s: SqliteStore, w: World) -> bool:
+    return await s.get_cron(w.cron_id) is not None
+
+
+async def _search_crons(s: SqliteStore, w: World) -> bool:
+    return [c.cron_id for c in await s.search_crons()] == [w.cron_id]
+
+
+async def _count_crons(s: SqliteStore, w: World) -> bool:
+    return await s.count_crons() == 1
+
+
+async def _next_cron_in(s: SqliteStore, w: World) -> bool:
+    due = await s.next_cron_in()
+    return due is not None and due > 0
+
+
 async def _ping(s: SqliteStore, w: World) -> bool:
     await s.ping()
     return True
@@ -190,6 +209,10 @@ READS: dict[str, Read] = {
     "search_assistants": _search_assistants,
     "count_assistants": _count_assistants,
     "list_assistant_versions": _versions,
+    "get_cron": _cron,
+    "search_crons": _search_crons,
+    "count_crons": _count_crons,
+    "next_cron_in": _next_cron_in,
     "ping": _ping,
 }
 

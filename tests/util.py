@@ -11,6 +11,9 @@ from outlast.runtime.accept import RunRequest, fingerprint
 from outlast.runtime.accept import new_run as accepted_run
 from outlast.store import LgRun, NewRun, Run, Store
 from outlast.store.base import system_assistant_id
+from outlast.store.crons import NewCron
+from outlast.store.postgres import PostgresStore
+from outlast.store.sqlite import SqliteStore
 
 
 def new_run(
@@ -69,3 +72,58 @@ def lg_run_of(new: NewRun, **changes: object) -> LgRun:
         idempotency_key=new.idempotency_key,
     )
     return dataclasses.replace(lg, **changes)  # type: ignore[arg-type]
+
+
+def new_cron(
+    *,
+    principal: str = "",
+    schedule: str = "0 0 1 1 *",
+    thread_id: str | None = None,
+    **changes: Any,
+) -> NewCron:
+    """A cron of the ``steps`` graph's system assistant (yearly unless ``schedule``)."""
+    cron = NewCron(
+        cron_id=str(uuid.uuid4()),
+        principal=principal,
+        assistant_id=system_assistant_id("steps"),
+        thread_id=thread_id,
+        schedule=schedule,
+        timezone=None,
+        payload={"input": {"n": 1}},
+        metadata={},
+    )
+    return dataclasses.replace(cron, **changes)
+
+
+async def set_cron_due(store: Store, cron_id: str, when: dt.datetime) -> None:
+    """Move a cron's next tick to ``when``: the ticks a test says were missed while no
+    process ran (nothing in the store's contract moves a tick backwards)."""
+    if isinstance(store, PostgresStore):
+        async with store.pool.connection() as conn:
+            await conn.execute(
+                "UPDATE outlast_crons SET next_run_at = %s WHERE cron_id = %s", (when, cron_id)
+            )
+        return
+    assert isinstance(store, SqliteStore)
+    async with store._db.transaction() as conn:
+        await conn.execute(
+            "UPDATE outlast_crons SET next_run_at = ? WHERE cron_id = ?",
+            (when.timestamp(), cron_id),
+        )
+
+
+async def cron_runs(
+    store: Store, cron_id: str, principal: str = ""
+) -> list[tuple[dt.datetime, Run]]:
+    """The runs a cron made, by the tick each was made for (read from its idempotency
+    key, ``Tick.key``), oldest tick first."""
+    prefix = f"cron:{cron_id}:"
+    runs = await store.list_runs(
+        thread_id=None, status=None, limit=100_000, before=None, principal=principal
+    )
+    made = [
+        (dt.datetime.fromisoformat(r.idempotency_key.removeprefix(prefix)), r)
+        for r in runs
+        if r.idempotency_key and r.idempotency_key.startswith(prefix)
+    ]
+    return sorted(made, key=lambda pair: pair[0])

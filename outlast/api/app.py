@@ -20,6 +20,7 @@ from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.health import router as health_router
+from outlast.api.lg.cron_runs import firer
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.runs import router as runs_router
@@ -120,7 +121,12 @@ class _Parts:
             self.settings.graphs_file, self.settings.graphs
         )
         graphs.load_all()
-        worker = Worker(s, graphs, self.settings, bodies=BODIES) if self.with_worker else None
+        fire = firer(s, graphs, self.settings)  # the worker's cron scheduler makes runs so
+        worker = (
+            Worker(s, graphs, self.settings, bodies=BODIES, fire_cron=fire)
+            if self.with_worker
+            else None
+        )
         task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
         if task is not None:
             task.add_done_callback(self._worker_ended)

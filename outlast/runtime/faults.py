@@ -31,6 +31,11 @@ HEARTBEAT_LOOP = "worker.heartbeat_loop"
 REAPER_LOOP = "worker.reaper_loop"
 RETENTION_LOOP = "worker.retention_loop"
 
+# A cron tick claimed (runtime/scheduler.py), before its run is accepted; and after, before
+# the tick is recorded as fired: either way the tick is fired again, into the same run.
+CRON_BEFORE_FIRE = "cron.before_fire"
+CRON_AFTER_FIRE = "cron.after_fire"
+
 # A cancel the store has committed, before the API answers (service/runs.py): a rollback
 # asked with it is the runtime's to do, whatever happens to the process that accepted it.
 AFTER_CANCEL = "api.after_cancel"

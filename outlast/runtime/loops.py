@@ -1,9 +1,9 @@
 """The worker's own loops, supervised (procrastinate's worker is the model).
 
-The claim, heartbeat, reaper, waker and retention loops each catch what they expect (a
-database that is down) and go on. Anything else escaping a loop is a bug or a sick
-dependency; unnoticed, a dead heartbeat lets this worker's leases expire and its runs be
-reaped under a worker that is still alive. So each loop runs under ``supervised``:
+The claim, heartbeat, reaper, waker, retention, deliverer and cron loops each catch what
+they expect (a database that is down) and go on. Anything else escaping a loop is a bug
+or a sick dependency; unnoticed, a dead heartbeat lets this worker's leases expire and its
+runs be reaped under a worker that is still alive. So each loop runs under ``supervised``:
 
 - a loop that raises is logged with its traceback, counted
   (``outlast_worker_loop_restarts_total{loop}``) and started again after a backoff that

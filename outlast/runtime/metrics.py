@@ -83,6 +83,15 @@ WEBHOOK_LATENCY = Histogram(
     buckets=_QUEUE_BUCKETS,
     registry=REGISTRY,
 )
+CRON_TICKS = Counter(
+    "outlast_cron_ticks",
+    "Cron ticks this process's scheduler handled, by outcome: fired (its run accepted), "
+    "refused (the run could not be made, for good: the tick is skipped), retried (the "
+    "database or a limit said not now: fired again later, into the same run). Why: a cron "
+    "that stopped making runs shows as refusals before anyone misses its report.",
+    ["outcome"],
+    registry=REGISTRY,
+)
 OUTBOX = Gauge(
     "outlast_webhook_deliveries",
     "Deliveries in the outbox by status, read at scrape time. Why: pending that grows is "

@@ -42,8 +42,9 @@ from outlast.runtime.deliverer import Deliverer, DelivererStore
 from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
 from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, ExecutionStore, Outcome
+from outlast.runtime.scheduler import CronScheduler, FireCron
 from outlast.runtime.waker import Waker
-from outlast.store import TERMINAL, Claimant, LangGraphStore, Run, RunStatus
+from outlast.store import TERMINAL, Claimant, CronStore, LangGraphStore, Run, RunStatus
 from outlast.store.hub import ANY, CONTROL, QUEUE, wait_for
 from outlast.webhooks.bodies import BodyMaker
 
@@ -66,9 +67,10 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class WorkerStore(ExecutionStore, DelivererStore, LangGraphStore, Protocol):
-    """What a worker uses: its executions', its deliverer's and its waker's parts, and
-    LangGraph's records (temporary threads expire); never threads, secrets, assistants."""
+class WorkerStore(ExecutionStore, DelivererStore, LangGraphStore, CronStore, Protocol):
+    """What a worker uses: its executions', its deliverer's and its waker's parts,
+    LangGraph's records (temporary threads expire) and the crons its scheduler fires;
+    never threads, secrets, assistants."""
 
 
 class Worker:
@@ -80,9 +82,13 @@ class Worker:
         *,
         worker_id: str | None = None,
         bodies: Mapping[str, BodyMaker] | None = None,
+        fire_cron: FireCron | None = None,
     ) -> None:
         self.store = store
         self.bodies = dict(bodies or {})  # webhook bodies of the faces (webhooks/bodies.py)
+        # how a cron tick's run is made (a face's acceptance: runtime/scheduler.py); a
+        # worker without it runs no cron scheduler
+        self.fire_cron = fire_cron
         self.registry = registry
         self.settings = settings
         self.id = worker_id or default_worker_id()
@@ -115,6 +121,8 @@ class Worker:
             "retention": self._retention_loop,
             "deliverer": Deliverer(self.store, self.settings, self.id, self.bodies).run,
         }
+        if self.fire_cron is not None:
+            loops["crons"] = CronScheduler(self.store, self.settings, self.fire_cron).run
         for name, loop in loops.items():
             task = asyncio.create_task(
                 supervised(name, loop, self._stopping), name=f"outlast-{name}"

@@ -31,6 +31,7 @@ from outlast.store.base import (
 from outlast.store.contract import (
     ActivityStore,
     AssistantStore,
+    CronStore,
     EffectStore,
     EventStore,
     ItemStore,
@@ -51,6 +52,7 @@ __all__ = [
     "Assistant",
     "AssistantStore",
     "Claimant",
+    "CronStore",
     "Effect",
     "EffectStore",
     "Event",

@@ -16,13 +16,12 @@ SQLite's ``BEGIN IMMEDIATE``), so two concurrent updates get two different versi
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 from outlast.errors import OutlastError
 from outlast.store.base import Assistant
-from outlast.store.tx import Tx, TxProvider
+from outlast.store.tx import Tx, TxProvider, stored_time
 
 SORT_FIELDS = frozenset({"assistant_id", "graph_id", "name", "created_at", "updated_at"})
 # What an update may change; ``metadata`` is merged into the current metadata, the other
@@ -40,18 +39,10 @@ class AssistantExists(OutlastError):
     title = "Assistant already exists"
 
 
-def _when(value: Any) -> dt.datetime:
-    """A stored time as an aware datetime: Postgres gives ``timestamptz`` values, SQLite
-    stores unix seconds as REAL. Tx has no time decoder, so it lives here."""
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    return dt.datetime.fromtimestamp(float(value), dt.UTC)
-
-
 def _assistant(tx: Tx, row: Mapping[str, Any]) -> Assistant:
     """A row of ``outlast_assistants``, or of ``outlast_assistant_versions`` (a version
     has no ``updated_at`` nor ``principal``: its time is when it was made)."""
-    created = _when(row["created_at"])
+    created = stored_time(row["created_at"])
     return Assistant(
         assistant_id=str(row["assistant_id"]),
         graph_id=row["graph_id"],
@@ -62,7 +53,7 @@ def _assistant(tx: Tx, row: Mapping[str, Any]) -> Assistant:
         metadata=tx.decode_json(row["metadata"]) or {},
         version=int(row["version"]),
         created_at=created,
-        updated_at=_when(row["updated_at"]) if "updated_at" in row else created,
+        updated_at=stored_time(row["updated_at"]) if "updated_at" in row else created,
         principal=row.get("principal", ""),
     )
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from outlast.store.contract import (
     ActivityStore,
     AssistantStore,
+    CronStore,
     EffectStore,
     EventStore,
     ItemStore,
@@ -88,6 +89,7 @@ class Store(
     AssistantStore,
     LangGraphStore,
     ItemStore,
+    CronStore,
 ):
     """Backend-neutral operations. Implementations keep their SQL in ``store/sql/<backend>``.
     Not a protocol itself: a backend is a ``Store`` because it says so."""

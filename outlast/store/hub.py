@@ -22,6 +22,7 @@ CONTROL = "control"
 STATUS = "status"
 WAITS = "waits"
 WEBHOOKS = "webhooks"  # deliveries were written (the outbox trigger's NOTIFY)
+CRONS = "crons"  # a cron was made or changed: schedulers re-plan their nap
 ANY = "*"
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +31,7 @@ from outlast.store.base import (
 from outlast.store.hub import CONTROL
 from outlast.store.transition_ops import cancel_in
 from outlast.store.transitions import Ask
-from outlast.store.tx import Tx, TxProvider, append_events
+from outlast.store.tx import Tx, TxProvider, append_events, stored_time
 from outlast.store.wait_ops import answer_in
 from outlast.vocabulary import RunStatus
 
@@ -42,21 +41,14 @@ BUSY = (
 )
 
 
-def _when(value: Any) -> dt.datetime:
-    if isinstance(value, int | float):
-        return dt.datetime.fromtimestamp(value, dt.UTC)
-    assert isinstance(value, dt.datetime)
-    return value
-
-
 def _thread(tx: Tx, row: Mapping[str, Any]) -> Thread:
     status = row["run_status"] if "run_status" in row.keys() else None  # noqa: SIM118
     return Thread(
         thread_id=row["thread_id"],
         principal=row["principal"],
         metadata=tx.decode_json(row["metadata"]) or {},
-        created_at=_when(row["created_at"]),
-        updated_at=_when(row["updated_at"]),
+        created_at=stored_time(row["created_at"]),
+        updated_at=stored_time(row["updated_at"]),
         run_id=str(row["run_id"]) if status else None,
         run_status=RunStatus(status) if status else None,
         run_graph=row["run_graph"] if status else None,
@@ -76,7 +68,7 @@ def _lg(tx: Tx, row: Mapping[str, Any]) -> LgRun:
         kwargs=tx.decode_json(row["kwargs"]) or {},
         metadata=tx.decode_json(row["metadata"]) or {},
         multitask_strategy=row["multitask_strategy"],
-        created_at=_when(row["created_at"]),
+        created_at=stored_time(row["created_at"]),
         idempotency_key=row["idempotency_key"],
         deleted=bool(row["deleted"]),
     )

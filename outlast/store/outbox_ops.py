@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from outlast.errors import IdempotencyKeyReused
-from outlast.store.assistants import _when
 from outlast.store.contract.outbox import OutboxStore
 from outlast.store.outbox import (
     Attempt,
@@ -23,7 +22,7 @@ from outlast.store.outbox import (
     Webhook,
 )
 from outlast.store.records import NewRun
-from outlast.store.tx import Tx, TxProvider
+from outlast.store.tx import Tx, TxProvider, stored_time
 from outlast.vocabulary import DeliveryStatus
 
 
@@ -39,7 +38,7 @@ def _webhook(tx: Tx, row: Mapping[str, Any]) -> Webhook:
         extra=tx.decode_json(row["extra"]) or {},
         once=bool(row["once"]),
         wait_kinds=None if row["wait_kinds"] is None else tuple(tx.decode_json(row["wait_kinds"])),
-        created_at=_when(row["created_at"]),
+        created_at=stored_time(row["created_at"]),
         fingerprint=row["fingerprint"],
     )
 
@@ -47,7 +46,7 @@ def _webhook(tx: Tx, row: Mapping[str, Any]) -> Webhook:
 def _attempt(row: Mapping[str, Any]) -> Attempt:
     return Attempt(
         n=int(row["n"]),
-        at=_when(row["at"]),
+        at=stored_time(row["at"]),
         status_code=row["status_code"],
         error=row["error"],
         duration_ms=float(row["duration_ms"]),
@@ -65,10 +64,10 @@ def _delivery(tx: Tx, row: Mapping[str, Any], history: tuple[Attempt, ...] = ())
         payload=tx.decode_json(row["payload"]),
         status=DeliveryStatus(row["status"]),
         attempts=int(row["attempts"]),
-        next_at=_when(row["next_at"]),
+        next_at=stored_time(row["next_at"]),
         last_error=row["last_error"],
-        created_at=_when(row["created_at"]),
-        delivered_at=None if row["delivered_at"] is None else _when(row["delivered_at"]),
+        created_at=stored_time(row["created_at"]),
+        delivered_at=None if row["delivered_at"] is None else stored_time(row["delivered_at"]),
         history=history,
     )
 

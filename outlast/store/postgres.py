@@ -33,6 +33,7 @@ from outlast.store.base import (
     Wait,
     same_request,
 )
+from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
@@ -72,6 +73,7 @@ class PostgresStore(
     TransitionOps,
     AssistantOps,
     LangGraphOps,
+    CronOps,
     OutboxOps,
     SecretsOps,
     LedgerOps,

@@ -38,6 +38,7 @@ from outlast.store.base import (
     Store,
     same_request,
 )
+from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, QUEUE, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
@@ -89,6 +90,7 @@ class SqliteStore(
     TransitionOps,
     AssistantOps,
     LangGraphOps,
+    CronOps,
     OutboxOps,
     SecretsOps,
     LedgerOps,

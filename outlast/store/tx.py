@@ -15,6 +15,7 @@ thread, activity and budget), ``event_ops.py``, ``wait_ops.py`` and ``parking.py
 from __future__ import annotations
 
 import abc
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
@@ -60,6 +61,14 @@ class Tx(Protocol):
         """Tell the hub's ``channel`` to look at ``key`` again, once the transaction has
         committed (a reader woken before the commit would find nothing new)."""
         ...
+
+
+def stored_time(value: Any) -> dt.datetime:
+    """A time column as read back, as an aware datetime: Postgres gives ``timestamptz``
+    values, SQLite stores unix seconds as REAL."""
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return dt.datetime.fromtimestamp(float(value), dt.UTC)
 
 
 class TxProvider(abc.ABC):

@@ -15,12 +15,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from outlast.store import Event, Lease, NewRun, Run, Store
-from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS, WAITS, wait_for
+from outlast.store.hub import CONTROL, CRONS, EVENTS, QUEUE, STATUS, WAITS, wait_for
 from outlast.store.postgres import PostgresStore
 from outlast.vocabulary import EventType
 from tests.util import new_run
 
-CHANNELS = (QUEUE, EVENTS, CONTROL, STATUS, WAITS)
+CHANNELS = (QUEUE, EVENTS, CONTROL, STATUS, WAITS, CRONS)
 MARKER = "marker-"  # the key of the notifications `Notes.take` sends itself
 # The first event of every run: its type and payload keys.
 CREATED = (EventType.RUN_CREATED, {"status", "graph", "thread_id"})

@@ -19,6 +19,7 @@ from outlast.store.contract import (
     CAPABILITIES,
     ActivityStore,
     AssistantStore,
+    CronStore,
     EffectStore,
     EventStore,
     ItemStore,
@@ -30,6 +31,7 @@ from outlast.store.contract import (
     ThreadStore,
     WaitStore,
 )
+from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
@@ -57,6 +59,7 @@ MODULES: dict[type, str] = {
     AssistantStore: "test_assistants.py",
     LangGraphStore: "test_langgraph_face.py",
     ItemStore: "test_items.py",
+    CronStore: "test_crons.py",
 }
 ACROSS = {
     "test_eager_start.py",  # a run claimed as it is created, on each way a run is created
@@ -75,6 +78,7 @@ MIXINS = (
     TransitionOps,
     AssistantOps,
     LangGraphOps,
+    CronOps,
     SecretsOps,
     LedgerOps,
     OutboxOps,

@@ -60,6 +60,7 @@ def install(app: FastAPI) -> None:
     from outlast.api.lg import (
         assistant_graphs,
         assistants,
+        crons,
         runs,
         store_items,
         system,
@@ -67,6 +68,15 @@ def install(app: FastAPI) -> None:
         threads,
     )
 
-    modules = (system, store_items, assistants, assistant_graphs, threads, thread_stream, runs)
+    modules = (
+        system,
+        store_items,
+        assistants,
+        assistant_graphs,
+        threads,
+        thread_stream,
+        runs,
+        crons,
+    )
     for module in modules:
         app.include_router(module.router)

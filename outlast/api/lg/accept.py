@@ -55,15 +55,10 @@ async def start(
     stateless run (``thread_id`` None) gets a new thread, made with the run (its id
     is not part of the idempotency fingerprint: a retry gets the same run and thread).
     ``streamed``: the response streams the run (its modes are kept in the log)."""
+    assistant = await checked(ctx, body)
     modes = _modes(body)
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
-    if configurable and body.context:
-        raise BadRequest(
-            "Cannot specify both configurable and context. Prefer setting context alone."
-        )
-    assistant = await resolve_assistant(ctx, body.assistant_id)
-    check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
     if thread_id is None and body.resumes():
         raise BadRequest("You must provide a thread_id when resuming.")
     if thread_id is not None:
@@ -90,6 +85,27 @@ async def start(
     return await _accepted(
         ctx, body, key, draft, _request(body, assistant, config, configurable, options, thread_id)
     )
+
+
+async def checked(ctx: AppContext, body: RunCreate) -> Assistant:
+    """What a run request must pass whatever thread it goes to, refused as its acceptance
+    refuses it: its stream modes, ``configurable`` or ``context`` (not both), its
+    assistant, the size of its input, the config merged with the assistant's, the
+    ``webhook`` URL. A cron
+    checks so the request its runs will be made from when it is made (api/lg/crons.py)."""
+    _modes(body)
+    config = dict(body.config or {})
+    configurable = dict(config.get("configurable") or {})
+    if configurable and body.context:
+        raise BadRequest(
+            "Cannot specify both configurable and context. Prefer setting context alone."
+        )
+    assistant = await resolve_assistant(ctx, body.assistant_id)
+    check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
+    _request(body, assistant, config, configurable, {}, None)  # the merged config's checks
+    if body.webhook:
+        webhook.subscription(ctx.settings, body.webhook, "")
+    return assistant
 
 
 def _modes(body: RunCreate) -> list[str]:

@@ -30,7 +30,7 @@ async def info() -> dict[str, Any]:
         "outlast_version": __version__,
         "flags": {
             "assistants": True,
-            "crons": False,
+            "crons": True,
             "langsmith": False,
             "strict_resume": True,
             "resumable_streams": True,

@@ -22,6 +22,7 @@ capability goes untested by that capability's module.
 | assistants | ``AssistantStore`` | ``assistants.py`` |
 | LangGraph threads and runs | ``LangGraphStore`` | ``lg.py`` |
 | LangGraph's item store | ``ItemStore`` | ``items.py`` |
+| crons and their scheduler | ``CronStore`` | ``crons.py`` |
 | open, close, migrate, ping, savers | ``LifecycleStore`` | ``lifecycle.py`` |
 
 Protocols, not abstract base classes, because a component names what it uses: one that
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 from outlast.store.contract.activity import ActivityStore
 from outlast.store.contract.assistants import AssistantStore
+from outlast.store.contract.crons import CronStore
 from outlast.store.contract.effects import EffectStore
 from outlast.store.contract.events import EventStore
 from outlast.store.contract.items import ItemStore
@@ -76,12 +78,14 @@ CAPABILITIES = (
     AssistantStore,
     LangGraphStore,
     ItemStore,
+    CronStore,
 )
 
 __all__ = [
     "CAPABILITIES",
     "ActivityStore",
     "AssistantStore",
+    "CronStore",
     "EffectStore",
     "EventStore",
     "ItemStore",

@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0014_clock
+-- Up to migration: 0015_crons
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -277,3 +277,28 @@ END;
 
 -- 0014: the database's clock, defined once (queries read (SELECT now FROM outlast_clock)).
 CREATE VIEW outlast_clock AS SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
+
+-- 0015: crons (store/cron_ops.py): a run request made on a schedule; see the Postgres file.
+CREATE TABLE outlast_crons (
+    cron_id          TEXT PRIMARY KEY,
+    principal        TEXT NOT NULL DEFAULT '',
+    assistant_id     TEXT NOT NULL,
+    thread_id        TEXT REFERENCES outlast_threads (thread_id) ON DELETE CASCADE,
+    schedule         TEXT NOT NULL,
+    timezone         TEXT,
+    payload          TEXT NOT NULL DEFAULT '{}',
+    metadata         TEXT NOT NULL DEFAULT '{}',
+    enabled          INTEGER NOT NULL DEFAULT 1,
+    end_time         REAL,
+    on_run_completed TEXT CHECK (on_run_completed IN ('delete', 'keep')),
+    next_run_at      REAL,
+    firing_at        REAL,
+    claimed_until    REAL,
+    created_at       REAL NOT NULL,
+    updated_at       REAL NOT NULL
+);
+CREATE INDEX outlast_crons_principal ON outlast_crons (principal, created_at DESC);
+CREATE INDEX outlast_crons_thread ON outlast_crons (thread_id);
+CREATE INDEX outlast_crons_due ON outlast_crons (next_run_at)
+    WHERE enabled = 1 AND firing_at IS NULL;
+CREATE INDEX outlast_crons_firing ON outlast_crons (claimed_until) WHERE firing_at IS NOT NULL;

@@ -1,0 +1,290 @@
+"""Crons of the LangGraph face (``langgraph_sdk``'s ``client.crons``): runs made on a
+schedule, on a thread (``POST /threads/{thread_id}/runs/crons``) or each on a new thread
+(``POST /runs/crons``); search, count, update and delete under ``/runs/crons``.
+
+A cron is a run request and when to make it. The request (``payload``) is checked when
+the cron is made, as the acceptance of its runs will check it (``accept.checked``: its
+assistant, stream modes, config), and each tick's run is accepted from it by the same
+code as a client's (``cron_runs.py``). Bad input changes nothing: an unknown ``schedule``
+or ``timezone`` (or one that never fires) is a 422 that names the field, an unknown
+assistant 422, another principal's thread or cron 404.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Path, Request, Response
+from pydantic import Field, field_validator
+
+from outlast.api.context import AppContext
+from outlast.api.edge import ctx_of
+from outlast.api.lg.accept import checked
+from outlast.api.lg.access import Unprocessable, thread_or_404
+from outlast.api.lg.assistants import InvalidAssistant, resolve_assistant
+from outlast.api.lg.cron_runs import RUN_FIELDS, run_request
+from outlast.api.lg.schemas import Offset, RunCreate, _Lenient
+from outlast.store import schedule
+from outlast.store.crons import Cron, CronNotFound, NewCron
+
+router = APIRouter(tags=["langgraph"])
+ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
+CronId = Annotated[str, Path(max_length=100)]
+Schedule = Annotated[str, Field(min_length=1, max_length=200)]
+TimeZone = Annotated[str, Field(min_length=1, max_length=100)]
+SortBy = Literal[
+    "cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date", "end_time"
+]
+SelectField = Literal[
+    "cron_id",
+    "assistant_id",
+    "thread_id",
+    "end_time",
+    "schedule",
+    "timezone",
+    "created_at",
+    "updated_at",
+    "user_id",
+    "payload",
+    "next_run_date",
+    "metadata",
+    "now",
+    "on_run_completed",
+    "enabled",
+]
+
+
+def _schedule(value: str | None) -> str | None:
+    if value is not None and not schedule.readable(value):
+        raise ValueError(f"not a cron expression: {value!r}")
+    return value
+
+
+def _timezone(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            schedule.zone(value)
+        except schedule.BadSchedule as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
+class CronCreate(RunCreate):
+    """A run request (the fields of ``RunCreate`` that make a run; the others are ignored)
+    and when to make it."""
+
+    schedule: Schedule
+    timezone: TimeZone | None = None
+    end_time: dt.datetime | None = None
+    enabled: bool = True
+    on_run_completed: Literal["delete", "keep"] | None = None
+
+    _check_schedule = field_validator("schedule")(_schedule)
+    _check_timezone = field_validator("timezone")(_timezone)
+
+
+class CronPatch(_Lenient):
+    """What an update may change. ``end_time: null`` clears it; other nulls are as if the
+    field were absent; ``metadata`` is merged into the cron's."""
+
+    schedule: Schedule | None = None
+    timezone: TimeZone | None = None
+    end_time: dt.datetime | None = None
+    enabled: bool | None = None
+    on_run_completed: Literal["delete", "keep"] | None = None
+    metadata: dict[str, Any] | None = None
+    # the run request's fields (RunCreate's types)
+    input: dict[str, Any] | list[Any] | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    webhook: str | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    stream_mode: str | list[str] | None = None
+    stream_subgraphs: bool | None = None
+    stream_resumable: bool | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
+
+    _check_schedule = field_validator("schedule")(_schedule)
+    _check_timezone = field_validator("timezone")(_timezone)
+
+
+class CronCount(_Lenient):
+    assistant_id: str | None = Field(default=None, max_length=200)
+    thread_id: str | None = Field(default=None, max_length=200)
+    enabled: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class CronSearch(CronCount):
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: Offset = 0
+    sort_by: SortBy = "created_at"
+    sort_order: Literal["asc", "desc"] = "desc"
+    select: list[SelectField] | None = None
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def cron_json(c: Cron) -> dict[str, Any]:
+    """LangGraph's ``Cron``; ``payload`` is the run request each tick makes."""
+    return {
+        "cron_id": c.cron_id,
+        "assistant_id": c.assistant_id,
+        "thread_id": c.thread_id,
+        "on_run_completed": c.on_run_completed,
+        "end_time": _iso(c.end_time),
+        "schedule": c.schedule,
+        "timezone": c.timezone,
+        "created_at": _iso(c.created_at),
+        "updated_at": _iso(c.updated_at),
+        "payload": {**c.payload, "assistant_id": c.assistant_id},
+        "user_id": c.principal or None,
+        "next_run_date": _iso(c.next_run_at),
+        "metadata": c.metadata,
+        "enabled": c.enabled,
+    }
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    """A time without a zone is UTC, as LangGraph's server reads it."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=dt.UTC)
+
+
+def _check_schedule(expression: str, timezone: str | None) -> None:
+    try:
+        schedule.check(expression, timezone, dt.datetime.now(dt.UTC))
+    except schedule.BadSchedule as exc:
+        raise Unprocessable(f"{exc.field}: {exc}") from None
+
+
+async def _made(ctx: AppContext, thread_id: str | None, body: CronCreate) -> dict[str, Any]:
+    _check_schedule(body.schedule, body.timezone)
+    payload = body.model_dump(include=set(RUN_FIELDS), exclude_unset=True)
+    assistant = await checked(ctx, run_request(body.assistant_id, payload, {}))
+    cron = await ctx.store.create_cron(
+        NewCron(
+            cron_id=str(uuid.uuid4()),
+            principal=ctx.principal,
+            assistant_id=assistant.assistant_id,
+            thread_id=thread_id,
+            schedule=body.schedule,
+            timezone=body.timezone,
+            payload=payload,
+            metadata=body.metadata or {},
+            enabled=body.enabled,
+            end_time=_aware(body.end_time),
+            on_run_completed=None if thread_id else body.on_run_completed or "delete",
+        )
+    )
+    return cron_json(cron)
+
+
+@router.post("/threads/{thread_id}/runs/crons")
+async def create_for_thread(
+    request: Request, thread_id: ThreadId, body: CronCreate
+) -> dict[str, Any]:
+    """A cron whose runs go to the thread, one after another (``multitask_strategy``, by
+    default ``enqueue``, says what a tick does while the thread's run is still going)."""
+    ctx = ctx_of(request)
+    await thread_or_404(ctx, thread_id)
+    return await _made(ctx, thread_id, body)
+
+
+@router.post("/runs/crons")
+async def create(request: Request, body: CronCreate) -> dict[str, Any]:
+    """A cron whose every run gets a new thread, deleted after the run
+    (``on_run_completed: delete``, the default) or kept (``keep``)."""
+    return await _made(ctx_of(request), None, body)
+
+
+async def _assistant_filter(ctx: AppContext, assistant_id: str | None) -> str | None:
+    """A graph name stands for its system assistant; an unknown id matches nothing."""
+    if assistant_id is None:
+        return None
+    try:
+        return (await resolve_assistant(ctx, assistant_id)).assistant_id
+    except InvalidAssistant:
+        return assistant_id
+
+
+@router.post("/runs/crons/search")
+async def search(
+    request: Request, response: Response, body: Annotated[CronSearch | None, Body()] = None
+) -> list[dict[str, Any]]:
+    """The caller's crons, one page; ``X-Pagination-Total`` counts every match."""
+    ctx = ctx_of(request)
+    q = body or CronSearch()
+    where: dict[str, Any] = {
+        "principal": ctx.principal,
+        "assistant_id": await _assistant_filter(ctx, q.assistant_id),
+        "thread_id": q.thread_id,
+        "enabled": q.enabled,
+        "metadata": q.metadata,
+    }
+    found = await ctx.store.search_crons(
+        **where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
+    )
+    total = await ctx.store.count_crons(**where)
+    response.headers["X-Pagination-Total"] = str(total)
+    if q.offset + len(found) < total:
+        response.headers["X-Pagination-Next"] = str(q.offset + len(found))
+    rows = [cron_json(c) for c in found]
+    if q.select:
+        now = dt.datetime.now(dt.UTC).isoformat()
+        rows = [{k: v for k, v in {**r, "now": now}.items() if k in q.select} for r in rows]
+    return rows
+
+
+@router.post("/runs/crons/count")
+async def count(request: Request, body: Annotated[CronCount | None, Body()] = None) -> int:
+    ctx = ctx_of(request)
+    q = body or CronCount()
+    return await ctx.store.count_crons(
+        principal=ctx.principal,
+        assistant_id=await _assistant_filter(ctx, q.assistant_id),
+        thread_id=q.thread_id,
+        enabled=q.enabled,
+        metadata=q.metadata,
+    )
+
+
+@router.patch("/runs/crons/{cron_id}")
+async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str, Any]:
+    """Change the given fields; a new schedule, time zone, end time or ``enabled``
+    re-plans the next tick from now. The run request, changed, is checked again."""
+    ctx = ctx_of(request)
+    current = await ctx.store.get_cron(cron_id, ctx.principal)
+    if current is None:
+        raise CronNotFound(f"Cron {cron_id} not found")
+    given = body.model_dump(exclude_unset=True)
+    changes = {k: v for k, v in given.items() if v is not None and k not in RUN_FIELDS}
+    if "end_time" in given:  # null clears it
+        changes["end_time"] = _aware(body.end_time)
+    if current.thread_id is not None:
+        changes.pop("on_run_completed", None)  # a thread's cron keeps its thread
+    if "schedule" in changes or "timezone" in changes:
+        _check_schedule(
+            changes.get("schedule", current.schedule), changes.get("timezone", current.timezone)
+        )
+    runs = {k: v for k, v in given.items() if v is not None and k in RUN_FIELDS}
+    if runs:
+        payload = {**current.payload, **runs}
+        await checked(ctx, run_request(current.assistant_id, payload, {}))
+        changes["payload"] = runs
+    updated = await ctx.store.update_cron(current.cron_id, changes, ctx.principal)
+    return cron_json(updated)
+
+
+@router.delete("/runs/crons/{cron_id}", status_code=204)
+async def delete(request: Request, cron_id: CronId) -> Response:
+    ctx = ctx_of(request)
+    await ctx.store.delete_cron(cron_id, ctx.principal)
+    return Response(status_code=204)
