@@ -26,8 +26,10 @@ async def _ran_without_its_events(store: Store) -> tuple[str, list[str]]:
     run, _ = await store.create_run(new)
     (claimed,) = await store.claim("ghost", 0.2, 1)
     lease = Lease(run.id, "ghost", claimed.lease_epoch)
-    graph = GraphRegistry.from_config(GRAPHS).static("steps").copy(
-        update={"checkpointer": store.checkpointer(lease)}
+    graph = (
+        GraphRegistry.from_config(GRAPHS)
+        .static("steps")
+        .copy(update={"checkpointer": store.checkpointer(lease)})
     )
     config = run_config(claimed)
     await graph.ainvoke(run.input, config)
