@@ -36,6 +36,7 @@ FACTORIES = textwrap.dedent(
 
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
     from typing_extensions import TypedDict
 
     if TYPE_CHECKING:  # as LangGraph's own examples: names the server cannot evaluate
@@ -99,6 +100,20 @@ FACTORIES = textwrap.dedent(
             })
 
 
+    def make_asking(config: RunnableConfig):
+        flavour = config["configurable"]["flavour"]
+        CALLS.append({"graph": "asking", "flavour": flavour})
+
+        def ask(state: S) -> S:
+            return {"text": flavour + " for " + interrupt("who?")}
+
+        b = StateGraph(S)
+        b.add_node("ask_" + flavour, ask)
+        b.add_edge(START, "ask_" + flavour)
+        b.add_edge("ask_" + flavour, END)
+        return b
+
+
     def make_raising(config):
         raise ValueError("no graph for this config")
     """
@@ -108,6 +123,7 @@ GRAPHS = {
     "async_factory": "./factories.py:make_async",
     "sync_factory": "./factories.py:make_sync",
     "managed": "./factories.py:make_managed",
+    "asking": "./factories.py:make_asking",
     "raising": "./factories.py:make_raising",
     "broken": "./broken.py:graph",
     "steps": "outlast.graph.example:graph",
@@ -246,6 +262,21 @@ async def test_a_context_manager_factory_is_open_for_the_run(store: Store, proje
             ("exit", "threads.create_run"),
         ]
         assert seen[1]["same_task"]  # as a cancel scope (anyio's) needs
+
+
+async def test_a_run_resumed_after_a_wait_is_rebuilt_from_its_config(
+    store: Store, project: Path
+) -> None:
+    async with served(store, project) as (_, client):
+        tid = (await client.threads.create())["thread_id"]
+        config = {"configurable": {"flavour": "tea"}}
+        paused = await client.runs.wait(tid, "asking", input={}, config=config)
+        assert paused["__interrupt__"][0]["value"] == "who?"
+        got = await client.runs.wait(tid, "asking", command={"resume": "Ada"})
+        assert got["text"] == "tea for Ada"
+        # each attempt built its graph from the run's config: the resume's too
+        builds = [c["flavour"] for c in calls(project) if c["graph"] == "asking"]
+        assert builds[0] == "tea" and set(builds) == {"tea"} and len(builds) >= 2
 
 
 async def test_a_graph_that_fails_to_load_is_reported_and_the_others_serve(
