@@ -119,7 +119,11 @@ async def test_a_frozen_worker_is_fenced_after_takeover(
         from outlast.runtime.outcomes import run_config
         from tests.harness import GRAPHS as GRAPHS_FILE
 
-        graph = GraphRegistry.from_config(GRAPHS_FILE).for_run("counted", store.checkpointer())
+        graph = (
+            GraphRegistry.from_config(GRAPHS_FILE)
+            .static("counted")
+            .copy(update={"checkpointer": store.checkpointer()})
+        )
         state = await graph.aget_state(run_config(again))
         assert state.values == {"done": ["n1", "n2", "n3", "n4", "n5", "n6"]} and not state.next
 

@@ -14,6 +14,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import UnprocessableEntityError
 
+from outlast.graph.factories import Access
 from outlast.graph.registry import GraphRegistry
 from outlast.store import Store
 from outlast.store.items import for_principal, principal_label
@@ -256,6 +257,7 @@ async def test_the_principal_store_hides_its_label_and_is_what_a_run_gets(store:
         await alice.aget((principal_label("alice.x"), "notes"), "n")
 
     registry = GraphRegistry.from_config(GRAPHS)
-    graph = registry.for_run("steps", store.checkpointer(), alice)
-    assert graph.store is alice
-    assert registry.for_run("steps", store.checkpointer()).store is None
+    use = Access("threads.create_run", store.checkpointer(), alice)
+    async with registry.open("steps", use) as graph:
+        assert graph.store is alice
+    assert registry.static("steps").store is None  # the parts are the use's, not the graph's

@@ -26,7 +26,11 @@ async def _ran_without_its_events(store: Store) -> tuple[str, list[str]]:
     run, _ = await store.create_run(new)
     (claimed,) = await store.claim("ghost", 0.2, 1)
     lease = Lease(run.id, "ghost", claimed.lease_epoch)
-    graph = GraphRegistry.from_config(GRAPHS).for_run("steps", store.checkpointer(lease))
+    graph = (
+        GraphRegistry.from_config(GRAPHS)
+        .static("steps")
+        .copy(update={"checkpointer": store.checkpointer(lease)})
+    )
     config = run_config(claimed)
     await graph.ainvoke(run.input, config)
     tasks: list[str] = []
@@ -63,7 +67,7 @@ async def _died_after_writes(store: Store) -> tuple[str, dict[str, str]]:
         return await put(config, *args, **kwargs)
 
     saver.aput = aput  # type: ignore[method-assign]
-    graph = GraphRegistry.from_config(GRAPHS).for_run("steps", saver)
+    graph = GraphRegistry.from_config(GRAPHS).static("steps").copy(update={"checkpointer": saver})
     with contextlib.suppress(_Died):
         await graph.ainvoke(run.input, run_config(claimed))
     state = await graph.aget_state(run_config(claimed))

@@ -7,8 +7,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from outlast.errors import GraphLoadError, UnknownGraph
+from outlast.graph.factories import Access, AccessContext
 from outlast.graph.registry import GraphRegistry, parse_graph_option
 
 SOURCE = textwrap.dedent(
@@ -56,12 +59,18 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _use(context: AccessContext = "assistants.read") -> Access:
+    return Access(context, InMemorySaver(), InMemoryStore())
+
+
 async def test_every_form_loads_and_runs(project: Path) -> None:
     registry = GraphRegistry.from_config(project / "langgraph.json")
-    registry.load_all()
+    assert registry.load_all() == {}
     assert registry.names == ["compiled", "uncompiled", "factory", "factory_with_config"]
     for name in registry.names:
-        assert await registry.get(name).ainvoke({"x": 1}) == {"x": 2}
+        async with registry.open(name, _use()) as graph:
+            assert await graph.ainvoke({"x": 1}, {"configurable": {"thread_id": name}}) == {"x": 2}
+    assert [registry.is_factory(n) for n in registry.names] == [False, False, True, True]
 
 
 def test_graph_option_and_module_targets(project: Path) -> None:
@@ -84,13 +93,16 @@ def test_missing_file_falls_back_to_the_builtin_graphs(tmp_path: Path) -> None:
 
 def test_unknown_and_broken_graphs_are_clear_errors(project: Path) -> None:
     with pytest.raises(UnknownGraph, match="configured graphs"):
-        GraphRegistry.from_config(project / "langgraph.json").get("missing")
-    bad = GraphRegistry({"n": "./app/g.py:not_a_graph"}, project)
+        GraphRegistry.from_config(project / "langgraph.json").load("missing")
+    bad = GraphRegistry({"n": "./app/g.py:not_a_graph", "ok": "./app/g.py:compiled"}, project)
+    assert list(bad.load_all()) == ["n"]  # reported, not raised: the other graphs serve
+    assert "not a LangGraph graph" in (bad.error_of("n") or "") and bad.error_of("ok") is None
     with pytest.raises(GraphLoadError, match="not a LangGraph graph"):
-        bad.load_all()
+        bad.load("n")
+    assert bad.model_for("n", {}) is None  # accepted; its run fails with why
     gone = GraphRegistry({"n": "./app/nothing.py:x"}, project)
     with pytest.raises(GraphLoadError, match=r"nothing\.py"):
-        gone.load_all()
+        gone.load("n")
     (project / "broken.json").write_text("{not json")
     with pytest.raises(GraphLoadError, match=r"langgraph\.json"):
         GraphRegistry.from_config(project / "broken.json")
@@ -102,7 +114,7 @@ def test_a_file_that_failed_to_import_is_imported_again(tmp_path: Path) -> None:
     graph_file = tmp_path / "flaky_graph.py"
     graph_file.write_text("raise RuntimeError('not yet')\n" + SOURCE)
     with pytest.raises(GraphLoadError, match="not yet"):
-        GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).get("g")
+        GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).load("g")
     graph_file.write_text(SOURCE)
-    graph = GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).get("g")
+    graph = GraphRegistry({"g": f"{graph_file}:compiled"}, tmp_path).static("g")
     assert graph.invoke({}) == {"x": 1}

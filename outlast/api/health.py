@@ -20,6 +20,8 @@ class Ready(BaseModel):
     status: Literal["ready"]
     backend: str
     graphs: list[str]
+    # the graphs that failed to load, with why: served by no one here, the rest are
+    graph_errors: dict[str, str] = {}
 
 
 @router.get("/healthz")
@@ -41,5 +43,10 @@ async def readyz(request: Request) -> JSONResponse:
     if ctx.worker is not None and (ctx.worker.stopped or ctx.worker.failure is not None):
         reason = ctx.worker.failure or "stopped"
         return problems.problem(503, f"worker not running: {reason}", retryable=False)
-    ready = Ready(status="ready", backend=ctx.store.backend, graphs=ctx.registry.names)
+    ready = Ready(
+        status="ready",
+        backend=ctx.store.backend,
+        graphs=ctx.registry.names,
+        graph_errors=ctx.registry.errors,
+    )
     return JSONResponse(ready.model_dump())

@@ -7,6 +7,8 @@ asks to queue behind it (runs of one thread never execute at the same time).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
@@ -17,8 +19,12 @@ from outlast.api.edge import Ctx, IdempotencyKey
 from outlast.api.native import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
+from outlast.graph.factories import Access
 from outlast.jsonable import to_jsonable
+from outlast.runtime.outcomes import run_config
 from outlast.service.placement import OnThread
+from outlast.store import Run
+from outlast.store.items import for_principal
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -55,12 +61,22 @@ async def create_thread_run(
     return await snapshot(ctx, run)
 
 
-async def _graph_for(ctx: AppContext, thread_id: str) -> tuple[Any, dict[str, Any], Any]:
+@contextlib.asynccontextmanager
+async def _graph_for(ctx: AppContext, thread_id: str) -> AsyncIterator[tuple[Any, Any, Run]]:
+    """The graph of the thread's latest run, to read its states (a factory gets that
+    run's config), the config that reads them, and that run."""
     latest = await ctx.store.latest_run(thread_id)
     if latest is None or latest.principal != ctx.principal:
         raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
-    graph = ctx.registry.for_run(latest.graph, ctx.store.checkpointer())
-    return graph, {"configurable": {"thread_id": thread_id}}, latest
+    use = Access(
+        "threads.read",
+        ctx.store.checkpointer(),
+        for_principal(ctx.store.items, ctx.principal),
+        run_config(latest),
+        ctx.principal,
+    )
+    async with ctx.registry.open(latest.graph, use) as graph:
+        yield graph, {"configurable": {"thread_id": thread_id}}, latest
 
 
 def _state(state: Any) -> dict[str, Any]:
@@ -78,8 +94,8 @@ def _state(state: Any) -> dict[str, Any]:
 @router.get("/{thread_id}/state", responses=declared(404))
 async def thread_state(ctx: Ctx, thread_id: ThreadId) -> dict[str, Any]:
     """The thread's latest checkpoint, and its latest run."""
-    graph, config, latest = await _graph_for(ctx, thread_id)
-    state = await graph.aget_state(config)
+    async with _graph_for(ctx, thread_id) as (graph, config, latest):
+        state = await graph.aget_state(config)
     return {
         "thread_id": thread_id,
         "graph": latest.graph,
@@ -98,13 +114,13 @@ async def thread_history(
     ] = None,
 ) -> dict[str, Any]:
     """Checkpoints, newest first; pass ``next_cursor`` as ``before`` for older ones."""
-    graph, config, _ = await _graph_for(ctx, thread_id)
     before_config = (
         {"configurable": {"thread_id": thread_id, "checkpoint_id": before}} if before else None
     )
-    items = [
-        s async for s in graph.aget_state_history(config, limit=limit + 1, before=before_config)
-    ]
+    async with _graph_for(ctx, thread_id) as (graph, config, _):
+        items = [
+            s async for s in graph.aget_state_history(config, limit=limit + 1, before=before_config)
+        ]
     page = items[:limit]
     cursor = page[-1].config["configurable"]["checkpoint_id"] if len(items) > limit else None
     return {"thread_id": thread_id, "checkpoints": [_state(s) for s in page], "next_cursor": cursor}

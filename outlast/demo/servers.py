@@ -34,7 +34,7 @@ FAST_RECOVERY = {
 # first: the default), named by module rather than by file, so the demo's server serves
 # the same wherever the demo is started from.
 GRAPHS = {
-    "agent": "outlast.graph.agent:make_graph",
+    "agent": "outlast.graph.agent:graph",
     "steps": "outlast.graph.example:graph",
     "booking": "outlast.graph.booking:graph",
     "supervisor": "outlast.supervisor.ladder:supervisor",

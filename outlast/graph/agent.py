@@ -7,9 +7,10 @@ timer, an outside event) and one declared effect (``send_email`` into a local ou
 The model is chosen per run (``OUTLAST_MODEL`` / ``configurable.model``); offline it is
 the deterministic scripted model, so a run resumed from a checkpoint takes the same path.
 
-``make_graph`` is the factory ``langgraph.json`` names: it compiles without a
-checkpointer, because outlast supplies its own per run and the LangGraph dev server
-(LangGraph Studio) supplies its own too.
+``graph`` is what ``langgraph.json`` names: compiled once, without a checkpointer,
+because outlast supplies its own per run and the LangGraph dev server (LangGraph Studio)
+supplies its own too. (Named as the factory ``make_graph``, it would be built for every
+run, and the server could not check its model when it accepts the run.)
 """
 
 from __future__ import annotations

@@ -1,37 +1,47 @@
 """Which graphs this deployment runs, resolved from ``langgraph.json`` and ``--graph``.
 
 The same ``langgraph.json`` that LangGraph Studio reads: ``graphs`` maps a name to
-``module:attr`` or ``path/to/file.py:attr``, where the attribute is a compiled graph, a
-``StateGraph`` or a factory returning either. outlast supplies the checkpointer per run,
-so a graph compiled with its own checkpointer gets outlast's instead. Only configured
-names are ever loaded; a request can name a graph, never a module.
+``module:attr`` or ``path/to/file.py:attr`` (or ``{"path": ..., "description": ...}``),
+where the attribute is a compiled graph, a ``StateGraph`` or a factory called per use
+as LangGraph's server calls it (``factories.py``). outlast supplies the checkpointer and
+the item store of every use, so a graph compiled with its own gets outlast's instead.
+Only configured names are ever loaded; a request can name a graph, never a module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
-import inspect
 import json
+import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
-from langgraph.store.base import BaseStore
 
 from outlast.errors import GraphLoadError, UnknownGraph
+from outlast.graph.factories import Access, Factory, Static, load
 from outlast.graph.models import check_model, model_name, uses_model
 from outlast.importing import resolve
 
+log = logging.getLogger(__name__)
+
 BUILTIN = {
-    "agent": "outlast.graph.agent:make_graph",
+    "agent": "outlast.graph.agent:graph",
     "steps": "outlast.graph.example:graph",
     "booking": "outlast.graph.booking:graph",
 }
+
+
+def _target(entry: Any) -> str:
+    """A ``graphs`` entry: ``"path:attr"``, or LangGraph's object form with ``path``
+    (and a ``description``)."""
+    if isinstance(entry, dict):
+        return str(entry.get("path", ""))
+    return str(entry)
 
 
 def parse_graph_option(option: str) -> tuple[str, str]:
@@ -47,14 +57,18 @@ def parse_graph_option(option: str) -> tuple[str, str]:
 
 
 class GraphRegistry:
-    """The configured graphs by name, each built once, on first use or by ``load_all``."""
+    """The configured graphs by name, each loaded once (on first use or by ``load_all``):
+    a graph built then, or a factory opened per use (``outlast.graph.factories``). A graph
+    that fails to load is remembered with its error: it is reported, its uses fail with
+    that error, and the other graphs serve on."""
 
     def __init__(self, targets: dict[str, str], base_dir: Path | None = None) -> None:
         if not targets:
             raise GraphLoadError("no graphs configured")
         self._targets = dict(targets)
         self._base = base_dir or Path.cwd()
-        self._graphs: dict[str, Pregel[Any, Any, Any, Any]] = {}
+        self._loaded: dict[str, Static | Factory] = {}
+        self._errors: dict[str, GraphLoadError] = {}
 
     @classmethod
     def from_config(cls, graphs_file: Path | None, extra: Iterable[str] = ()) -> GraphRegistry:
@@ -65,7 +79,7 @@ class GraphRegistry:
         if graphs_file is not None and graphs_file.exists():
             try:
                 data = json.loads(graphs_file.read_text(encoding="utf-8"))
-                targets.update({str(k): str(v) for k, v in data.get("graphs", {}).items()})
+                targets.update({str(k): _target(v) for k, v in data.get("graphs", {}).items()})
             except (ValueError, AttributeError) as exc:
                 raise GraphLoadError(f"{graphs_file}: not a valid langgraph.json: {exc}") from exc
             base = graphs_file.resolve().parent
@@ -78,60 +92,82 @@ class GraphRegistry:
     def names(self) -> list[str]:
         return list(self._targets)
 
-    def load_all(self) -> None:
-        """Import every graph now, so a broken one fails at start, not at the first run."""
-        for name in self._targets:
-            self.get(name)
+    @property
+    def errors(self) -> dict[str, str]:
+        """The graphs that failed to load, with why."""
+        return {name: str(exc) for name, exc in self._errors.items()}
 
-    def get(self, name: str) -> Pregel[Any, Any, Any, Any]:
+    def error_of(self, name: str) -> str | None:
+        exc = self._errors.get(name)
+        return None if exc is None else str(exc)
+
+    def load_all(self) -> dict[str, str]:
+        """Load every graph now, so a broken one is known (and logged) at start, not at
+        its first run; the others serve whatever one of them does."""
+        for name in self._targets:
+            with contextlib.suppress(GraphLoadError):
+                self.load(name)
+        return self.errors
+
+    def load(self, name: str) -> Static | Factory:
+        """Graph ``name`` imported (its module run once), built if it is a graph."""
         if name not in self._targets:
             raise UnknownGraph(
                 f"unknown graph {name!r}; configured graphs: {', '.join(self.names)}"
             )
-        graph = self._graphs.get(name)
-        if graph is None:
-            graph = self._build(name, self._targets[name])
-            self._graphs[name] = graph
-        return graph
+        if name in self._errors:
+            raise self._errors[name]
+        loaded = self._loaded.get(name)
+        if loaded is None:
+            try:
+                loaded = self._build(name, self._targets[name])
+            except GraphLoadError as exc:
+                log.error("%s", exc, exc_info=exc.__cause__)
+                self._errors[name] = exc
+                raise
+            self._loaded[name] = loaded
+        return loaded
+
+    def is_factory(self, name: str) -> bool:
+        return isinstance(self.load(name), Factory)
+
+    def static(self, name: str) -> Pregel[Any, Any, Any, Any]:
+        """The graph built at load; a factory's graph exists only while it is opened."""
+        loaded = self.load(name)
+        if isinstance(loaded, Factory):
+            raise GraphLoadError(f"graph {name!r} is a factory: it is built per use (open)")
+        return loaded.graph
+
+    @contextlib.asynccontextmanager
+    async def open(self, name: str, access: Access) -> AsyncIterator[Pregel[Any, Any, Any, Any]]:
+        """Graph ``name`` for one use, on ``access``'s saver and item store (for a run, its
+        fenced saver and its principal's items: a factory's graph too)."""
+        async with self.load(name).open(access) as graph:
+            yield graph
 
     def model_for(self, name: str, config: dict[str, Any] | None) -> str | None:
         """The model a run of graph ``name`` will call, checked now (a missing provider
         package or key is the client's error at acceptance, not a worker's crash later);
-        ``None`` for graphs that call no model."""
-        if not uses_model(self.get(name)):
+        ``None`` for graphs that call no model, and for a factory's (its graph is built
+        when the run starts; the worker resolves the model then)."""
+        try:
+            loaded = self.load(name)
+        except GraphLoadError:
+            return None  # accepted, its run fails with why (as where the graph loads)
+        if isinstance(loaded, Factory) or not uses_model(loaded.graph):
             return None
         configurable = (config or {}).get("configurable") or {}
         return check_model(model_name(configurable if isinstance(configurable, dict) else {}))
 
-    def for_run(
-        self, name: str, checkpointer: BaseCheckpointSaver[Any], store: BaseStore | None = None
-    ) -> Pregel[Any, Any, Any, Any]:
-        """The graph with outlast's saver and, given one, the run principal's item store
-        (what a node receives as ``store``), in place of anything it was compiled with."""
-        update: dict[str, Any] = {"checkpointer": checkpointer}
-        if store is not None:
-            update["store"] = store
-        return self.get(name).copy(update=update)
-
-    def _build(self, name: str, target: str) -> Pregel[Any, Any, Any, Any]:
+    def _build(self, name: str, target: str) -> Static | Factory:
         try:
-            obj = self._resolve(target)
-            if not isinstance(obj, Pregel | StateGraph) and callable(obj):
-                params = inspect.signature(obj).parameters
-                obj = obj({}) if params else obj()
-                if inspect.isawaitable(obj):
-                    raise GraphLoadError(f"graph {name!r}: async factories are not supported")
-            if isinstance(obj, StateGraph):
-                obj = obj.compile()
-        except GraphLoadError:
-            raise
+            return load(name, self._resolve(target))
+        except GraphLoadError as exc:
+            raise GraphLoadError(f"graph {name!r} ({target}) could not be loaded: {exc}") from exc
         except Exception as exc:
-            raise GraphLoadError(f"graph {name!r} ({target}): {type(exc).__name__}: {exc}") from exc
-        if not isinstance(obj, Pregel):
             raise GraphLoadError(
-                f"graph {name!r} ({target}) is a {type(obj).__name__}, not a LangGraph graph"
-            )
-        return obj
+                f"graph {name!r} ({target}) could not be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _resolve(self, target: str) -> Any:
         module_part, _, attr = target.rpartition(":")

@@ -16,6 +16,7 @@ import traceback
 from typing import Any
 
 from outlast.config import Settings
+from outlast.graph.factories import Access
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
 from outlast.runtime import faults
@@ -35,6 +36,7 @@ from outlast.runtime.outcomes import (
 from outlast.runtime.policy import Action, Complete, Park, RunPolicy
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease, Run, RunStatus, WaitSpec
+from outlast.store.items import for_principal
 from outlast.store.transitions import Ask, Facts, compensates, owes, rolls_back
 from outlast.vocabulary import EventType
 
@@ -160,7 +162,7 @@ class Endings:
         # a compensation defined beside a graph loaded by path is importable once the
         # graph's module is (the servers load every graph at start; this is for the rest)
         with contextlib.suppress(Exception):
-            self.registry.get(self.run.graph)
+            self.registry.load(self.run.graph)
         if compensates(ending):
             done = await Compensator(
                 self.store,
@@ -177,8 +179,11 @@ class Endings:
         if rolls_back(ending):
             # through the run's own checkpointer: fenced by its lease on Postgres
             saver = self.store.checkpointer(self.lease)
-            graph = self.registry.for_run(self.run.graph, saver)
-            await undo_run(graph, saver, self.run.thread_id, self.run.id)
+            run = self.run
+            items = for_principal(self.store.items, run.principal)
+            use = Access("threads.update", saver, items, run_config(run), run.principal)
+            async with self.registry.open(run.graph, use) as graph:
+                await undo_run(graph, saver, run.thread_id, run.id)
         status = RunStatus(ending["status"])
         error = {**(ending.get("error") or {}), "compensated": done}
         await sink.flush()

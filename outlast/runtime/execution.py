@@ -39,7 +39,8 @@ from langgraph.runtime import RunControl, Runtime
 from outlast import logs, tracing
 from outlast.config import Settings
 from outlast.credentials import providers
-from outlast.errors import LeaseLost
+from outlast.errors import GraphLoadError, LeaseLost
+from outlast.graph.factories import Access
 from outlast.graph.registry import GraphRegistry
 from outlast.nodes.credentials import CREDENTIALS_KEY
 from outlast.nodes.effects import LEDGER_KEY
@@ -104,6 +105,7 @@ class Execution:
         self._activity: ActivityTracker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._graph: Any = None
+        self._uses = contextlib.AsyncExitStack()  # the graph opened for the run
         self._sink: EventSink | None = None
         self._graph_task: asyncio.Task[Any] | None = None
         self._finished = False
@@ -144,12 +146,20 @@ class Execution:
         try:
             if self.run.ending is not None:  # decided by an earlier attempt, or by a cancel
                 return await self.ends.compensated(sink, self.run.ending)
-            self._graph_task = asyncio.create_task(self._stream(sink, translator))
+            try:
+                graph = await self._open_graph(sink)
+            except GraphLoadError as exc:  # not importable, or its factory raised
+                return await self._failed(exc, sink, translator)
+            self._graph_task = asyncio.create_task(self._stream(graph, sink, translator))
             return await self._outcome(self._graph_task, sink, translator)
         except LeaseLost:
             return Outcome(None, "lease lost")
         finally:
             self._finished = True
+            try:
+                await self._uses.aclose()
+            except Exception:  # the run has ended as it did; its factory failed to tidy up
+                log.exception("run %s: closing its graph failed", self.run.id)
             translator.close()
             await activity.close()
             await sink.close()
@@ -239,10 +249,10 @@ class Execution:
         options = options or RunOptions.of(self.run)
         return options.durability or self.settings.durability
 
-    async def _stream(self, sink: EventSink, translator: Translator) -> Any:
+    async def _stream(self, graph: Any, sink: EventSink, translator: Translator) -> Any:
         """The graph from where this run stands to its end, a wait, or a stop; what it
         returns is the final state, or a ``Parked`` / ``BudgetStop``."""
-        graph, config = await self._graph_for(sink)
+        config = await self._config_for(graph, sink)
         options = RunOptions.of(self.run)
         start = await StartPoint(self.store, self.run, self.policy).find(
             graph, config, options, sink, translator
@@ -251,13 +261,30 @@ class Execution:
             return start
         return await self._drive(graph, start.value, config, options, sink, translator)
 
-    async def _graph_for(self, sink: EventSink) -> tuple[Any, RunnableConfig]:
-        """The run's graph on its fenced saver, and the config its nodes find the
-        runtime's parts in."""
+    async def _open_graph(self, sink: EventSink) -> Any:
+        """The run's graph on its fenced saver and its principal's items (a factory's
+        graph too), opened until the run's end is written (``_execute``'s ``finally``):
+        a factory's context manager (its MCP connection, say) outlives the graph's
+        stream, which ends at a stop or a wait. Opened and closed in this task, as
+        context managers that hold a cancel scope (anyio's) require."""
         run = self.run
-        items = for_principal(self.store.items, run.principal)  # a node's `store`
-        graph = self.registry.for_run(run.graph, self.store.checkpointer(self.lease, sink), items)
+        use = Access(
+            "threads.create_run",
+            self.store.checkpointer(self.lease, sink),
+            for_principal(self.store.items, run.principal),
+            run_config(run),
+            run.principal,
+            RunOptions.of(run).context,
+        )
+        graph = await self._uses.enter_async_context(self.registry.open(run.graph, use))
+        self._graph = graph
+        return graph
+
+    async def _config_for(self, graph: Any, sink: EventSink) -> RunnableConfig:
+        """The run's config, with the runtime's parts its nodes find there."""
+        run = self.run
         config = run_config(run)
+        items = graph.store  # the principal's, given to the graph by `_open_graph`
         # LangGraph's `runtime.heartbeat()` inside nodes renews the activity lease: the run's
         # Runtime inherits the heartbeat of the parent runtime seeded here (the seam
         # LangGraph keeps for servers). Under a node idle-timeout policy LangGraph's own
@@ -273,8 +300,7 @@ class Execution:
             SecretBox.from_settings(self.settings),
             providers(tuple(self.settings.credential_providers)),
         )
-        self._graph = graph
-        return graph, config
+        return config
 
     async def _drive(
         self,

@@ -4,7 +4,9 @@ run does not exist: ``404``, as on ``/v1``)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,10 +14,12 @@ from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
 from outlast.errors import OutlastError, RunNotFound
+from outlast.graph.factories import Access, AccessContext
 from outlast.runtime.policy import asks_for_the_runtime
 from outlast.service.standing import NOT_WAITING, Standing, lg_run_status, standing
 from outlast.store import LgRun, Run, Thread, Wait
 from outlast.store.base import system_assistant_id
+from outlast.store.items import for_principal
 from outlast.store.lgthreads import native
 from outlast.vocabulary import WaitStatus
 
@@ -64,10 +68,29 @@ def graph_id_of(ctx: AppContext, thread: Thread) -> str:
     return names[0]
 
 
-def graph_of(ctx: AppContext, graph_id: str) -> Any:
-    """The graph on the shared (unfenced) saver: for reading states and for updates a
-    client makes between runs, never for running."""
-    return ctx.registry.for_run(graph_id, ctx.store.checkpointer())
+@contextlib.asynccontextmanager
+async def thread_graph(
+    ctx: AppContext, thread: Thread, context: AccessContext
+) -> AsyncIterator[Any]:
+    """The thread's graph on the shared (unfenced) saver: for reading states
+    (``threads.read``) and for updates a client makes between runs (``threads.update``),
+    never for running. A factory gets the thread's latest run's config, so that it
+    builds the graph that run ran."""
+    graph_id = graph_id_of(ctx, thread)
+    configurable: dict[str, Any] = {}
+    if thread.run_id is not None and ctx.registry.is_factory(graph_id):
+        latest = await ctx.store.get_run(thread.run_id)
+        configurable = dict((latest.config.get("configurable") if latest else None) or {})
+    configurable.update(thread_id=thread.thread_id, graph_id=graph_id)
+    use = Access(
+        context,
+        ctx.store.checkpointer(),
+        for_principal(ctx.store.items, ctx.principal),
+        {"configurable": configurable},
+        ctx.principal,
+    )
+    async with ctx.registry.open(graph_id, use) as graph:
+        yield graph
 
 
 async def read_state(
@@ -80,10 +103,10 @@ async def read_state(
     if checkpoint:
         configurable.update({k: v for k, v in checkpoint.items() if v is not None})
         configurable["thread_id"] = thread.thread_id
-    graph = graph_of(ctx, graph_id_of(ctx, thread))
-    state: StateSnapshot = await graph.aget_state(
-        {"configurable": configurable}, subgraphs=subgraphs
-    )
+    async with thread_graph(ctx, thread, "threads.read") as graph:
+        state: StateSnapshot = await graph.aget_state(
+            {"configurable": configurable}, subgraphs=subgraphs
+        )
     return state
 
 

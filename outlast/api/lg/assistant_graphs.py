@@ -1,7 +1,7 @@
 """What an assistant's graph looks like, for Studio and ``RemoteGraph.get_graph``: its
 drawable JSON (nodes and edges, subgraphs expanded with ``xray``), its JSON Schemas and
 those of its subgraphs (``/assistants/{id}/graph``, ``/schemas``, ``/subgraphs``). Read
-from the compiled graph of the registry; nothing runs.
+from the assistant's graph (a factory's built for ``assistants.read``); nothing runs.
 
 Schemas are best effort, each on its own: a schema LangGraph cannot produce is ``null``
 and the others are still given (a graph Studio cannot describe fully is still one it can
@@ -13,9 +13,10 @@ LangGraph itself gives on 3.12. Past that, the schema comes from the graph's cha
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any, get_type_hints
 
 import pydantic
@@ -27,7 +28,9 @@ from langgraph.pregel import Pregel
 from outlast.api.edge import ctx_of
 from outlast.api.lg.assistants import find_assistant
 from outlast.errors import OutlastError
+from outlast.graph.factories import Access
 from outlast.jsonable import to_jsonable
+from outlast.store.items import for_principal
 
 log = logging.getLogger(__name__)
 
@@ -174,17 +177,15 @@ async def graph_route(
 ) -> dict[str, Any]:
     """The drawable graph; ``xray`` (``true`` or a depth) expands subgraphs into their
     nodes, named ``<subgraph>:<node>``."""
-    ctx = ctx_of(request)
     depth = parse_xray(xray)
-    found = await find_assistant(ctx, assistant_id)
-    return drawable(ctx.registry.get(found.graph_id), depth)
+    async with assistant_graph(request, assistant_id) as (_, graph):
+        return drawable(graph, depth)
 
 
 @router.get("/assistants/{assistant_id}/schemas")
 async def schemas_route(request: Request, assistant_id: AssistantId) -> dict[str, Any]:
-    ctx = ctx_of(request)
-    found = await find_assistant(ctx, assistant_id)
-    return schemas(found.graph_id, ctx.registry.get(found.graph_id))
+    async with assistant_graph(request, assistant_id) as (graph_id, graph):
+        return schemas(graph_id, graph)
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
@@ -209,7 +210,30 @@ async def subgraph_route(
 async def _subgraphs_of(
     request: Request, assistant_id: AssistantId, namespace: str | None, recurse: bool
 ) -> dict[str, Any]:
+    async with assistant_graph(request, assistant_id) as (graph_id, graph):
+        return subgraph_schemas(graph_id, graph, namespace, recurse)
+
+
+@contextlib.asynccontextmanager
+async def assistant_graph(
+    request: Request, assistant_id: str
+) -> AsyncIterator[tuple[str, Pregel[Any, Any, Any, Any]]]:
+    """The assistant's graph id and graph, opened to be looked at (``assistants.read``:
+    a factory gets the assistant's config)."""
     ctx = ctx_of(request)
     found = await find_assistant(ctx, assistant_id)
-    compiled = ctx.registry.get(found.graph_id)
-    return subgraph_schemas(found.graph_id, compiled, namespace, recurse)
+    config = dict(found.config)
+    config["configurable"] = {
+        **(found.config.get("configurable") or {}),
+        "assistant_id": found.assistant_id,
+        "graph_id": found.graph_id,
+    }
+    use = Access(
+        "assistants.read",
+        ctx.store.checkpointer(),
+        for_principal(ctx.store.items, ctx.principal),
+        config,
+        ctx.principal,
+    )
+    async with ctx.registry.open(found.graph_id, use) as graph:
+        yield found.graph_id, graph

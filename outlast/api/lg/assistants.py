@@ -81,19 +81,27 @@ class SystemAssistantReadOnly(OutlastError):
     title = "System assistant"
 
 
-def system_assistant(graph_id: str) -> Assistant:
+def system_assistant(graph_id: str, error: str | None = None) -> Assistant:
+    """The assistant of a configured graph; one that failed to load says why, in its
+    description (where Studio shows it) and under ``metadata.load_error``."""
     return Assistant(
         assistant_id=system_assistant_id(graph_id),
         graph_id=graph_id,
         name=graph_id,
-        description=None,
+        description=None if error is None else f"Not loaded: {error}",
         config={},
         context={},
-        metadata=dict(SYSTEM_METADATA),
+        metadata=dict(SYSTEM_METADATA)
+        if error is None
+        else {**SYSTEM_METADATA, "load_error": error},
         version=1,
         created_at=STARTED,
         updated_at=STARTED,
     )
+
+
+def system_assistants(ctx: AppContext) -> list[Assistant]:
+    return [system_assistant(g, ctx.registry.error_of(g)) for g in ctx.registry.names]
 
 
 def assistant_json(a: Assistant, *, version: bool = False) -> dict[str, Any]:
@@ -133,7 +141,7 @@ def _system_graph(ctx: AppContext, assistant_id: str) -> str | None:
 async def _lookup(ctx: AppContext, assistant_id: str) -> Assistant | None:
     graph = _system_graph(ctx, assistant_id)
     if graph is not None:
-        return system_assistant(graph)
+        return system_assistant(graph, ctx.registry.error_of(graph))
     canonical = _uuid(assistant_id)
     if canonical is None:
         return None
@@ -253,7 +261,7 @@ async def search(
     q = body or SearchBody()
     sort_by = q.sort_by or "created_at"
     desc = (q.sort_order or "desc") == "desc"
-    system = [a for a in map(system_assistant, ctx.registry.names) if q.matches(a)]
+    system = [a for a in system_assistants(ctx) if q.matches(a)]
     stored, stored_total = await ctx.store.search_assistants(
         principal=ctx.principal,
         metadata=q.metadata,
@@ -281,7 +289,7 @@ async def search(
 async def count(request: Request, body: Annotated[Filters | None, Body()] = None) -> int:
     ctx = ctx_of(request)
     q = body or Filters()
-    system = sum(1 for g in ctx.registry.names if q.matches(system_assistant(g)))
+    system = sum(1 for a in system_assistants(ctx) if q.matches(a))
     stored = await ctx.store.count_assistants(
         principal=ctx.principal, metadata=q.metadata, graph_id=q.graph_id, name=q.name
     )
@@ -305,7 +313,7 @@ async def create(request: Request, body: CreateBody) -> dict[str, Any]:
     graph = _system_graph(ctx, assistant_id)
     if graph is not None:
         if body.if_exists == "do_nothing":
-            return assistant_json(system_assistant(graph))
+            return assistant_json(system_assistant(graph, ctx.registry.error_of(graph)))
         raise AssistantExists(f"Assistant {assistant_id} already exists")
     created, _ = await ctx.store.create_assistant(
         assistant_id=assistant_id,
@@ -365,7 +373,7 @@ async def versions(
     q = body or VersionsBody()
     graph = _system_graph(ctx, assistant_id)
     if graph is not None:
-        only = system_assistant(graph)
+        only = system_assistant(graph, ctx.registry.error_of(graph))
         if q.offset or not Filters(metadata=q.metadata).matches(only):
             return []
         return [assistant_json(only, version=True)]

@@ -8,6 +8,7 @@ records of one fact drift): they are read from the latest run and the saver each
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections import defaultdict
 from typing import Annotated, Any
@@ -23,9 +24,8 @@ from outlast.api.lg.access import (
     Unprocessable,
     asked_of,
     find_thread,
-    graph_id_of,
-    graph_of,
     read_state,
+    thread_graph,
     thread_or_404,
 )
 from outlast.api.lg.schemas import (
@@ -42,18 +42,27 @@ from outlast.api.lg.schemas import (
 )
 from outlast.api.lg.views import state_json, thread_json
 from outlast.api.schemas import NO_NUL
+from outlast.errors import GraphLoadError
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
 from outlast.service.standing import lg_thread_status
 from outlast.store import RunStatus, Thread
 from outlast.store.lgthreads import contains
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])
 ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 
 
 async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
-    state = await read_state(ctx, thread) if thread.run_id or thread.metadata else None
+    state = None
+    if thread.run_id or thread.metadata:
+        try:
+            state = await read_state(ctx, thread)
+        except GraphLoadError as exc:
+            # a thread of a graph that fails to load is still listed, without its
+            # values; its state routes say why
+            log.warning("thread %s: %s", thread.thread_id, exc)
     return thread_json(thread, state, await asked_of(ctx, thread))
 
 
@@ -79,11 +88,11 @@ async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()])
 
 
 async def _apply_supersteps(ctx: AppContext, thread: Thread, supersteps: list[Superstep]) -> None:
-    graph = graph_of(ctx, graph_id_of(ctx, thread))
     config: Any = {"configurable": {"thread_id": thread.thread_id}}
-    for step in supersteps:
-        updates = [StateUpdate(u.values, u.as_node) for u in step.updates]
-        config = await graph.abulk_update_state(config, [updates])
+    async with thread_graph(ctx, thread, "threads.update") as graph:
+        for step in supersteps:
+            updates = [StateUpdate(u.values, u.as_node) for u in step.updates]
+            config = await graph.abulk_update_state(config, [updates])
 
 
 @router.get("/threads/{thread_id}")
@@ -270,13 +279,13 @@ async def update_state(
     if body.checkpoint_id:
         ref["checkpoint_id"] = body.checkpoint_id
     configurable.update({k: v for k, v in ref.items() if k != "thread_id"})
-    graph = graph_of(ctx, graph_id_of(ctx, thread))
-    try:
-        stored = await graph.aupdate_state(
-            {"configurable": configurable}, body.values, body.as_node
-        )
-    except (ValueError, KeyError, TypeError, InvalidUpdateError) as exc:  # a bad update
-        raise Unprocessable(f"{type(exc).__name__}: {exc}") from None
+    async with thread_graph(ctx, thread, "threads.update") as graph:
+        try:
+            stored = await graph.aupdate_state(
+                {"configurable": configurable}, body.values, body.as_node
+            )
+        except (ValueError, KeyError, TypeError, InvalidUpdateError) as exc:  # a bad update
+            raise Unprocessable(f"{type(exc).__name__}: {exc}") from None
     conf = stored["configurable"]
     await ctx.store.lg_set_thread_metadata(thread_id, {})
     return {
@@ -291,7 +300,6 @@ async def update_state(
 
 
 async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
-    graph = graph_of(ctx, graph_id_of(ctx, thread))
     configurable: dict[str, Any] = {"thread_id": thread.thread_id}
     if query.checkpoint is not None:
         configurable.update(query.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True))
@@ -305,18 +313,19 @@ async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list
         if before_id
         else None
     )
-    try:
-        states = [
-            s
-            async for s in graph.aget_state_history(
-                {"configurable": configurable},
-                limit=query.limit,
-                before=before_config,
-                filter=query.metadata,
-            )
-        ]
-    except ValueError as exc:  # the saver refuses a filter key it cannot query by
-        raise Unprocessable(f"metadata filter: {exc}") from None
+    async with thread_graph(ctx, thread, "threads.read") as graph:
+        try:
+            states = [
+                s
+                async for s in graph.aget_state_history(
+                    {"configurable": configurable},
+                    limit=query.limit,
+                    before=before_config,
+                    filter=query.metadata,
+                )
+            ]
+        except ValueError as exc:  # the saver refuses a filter key it cannot query by
+            raise Unprocessable(f"metadata filter: {exc}") from None
     return [state_json(s, thread.thread_id) for s in states]
 
 
