@@ -156,6 +156,19 @@ async def test_resume_opens_the_next_stretch(store: Store, notes: Notes) -> None
     assert all(r.deleted for r in await store.lg_runs_of_run(new.id))
 
 
+async def test_a_resume_keeps_its_update_and_goto_with_its_answers(store: Store) -> None:
+    _, new = await _lg_run(store, "T")
+    (claimed,) = await store.claim("w", 30, 1)
+    await store.park(Lease(new.id, "w", claimed.lease_epoch), [WaitSpec("i", WaitKind.HUMAN)], 0)
+    (wait,) = await store.list_waits(new.id)
+    with_ = {"update": {"k": [1, "é"]}, "goto": {"node": "n", "input": None}}
+    await store.lg_resume(new.id, {wait.id: "yes"}, lg_run_of(new, id=str(uuid.uuid4())), with_)
+    run = await store.get_run(new.id)
+    assert run is not None and run.options is not None
+    assert run.options["resume_with"] == {**with_, "waits": [wait.id]}
+    assert {k: v for k, v in run.options.items() if k != "resume_with"} == (new.options or {})
+
+
 async def test_two_resumes_of_one_interrupt_one_lands(store: Store) -> None:
     _, new = await _lg_run(store, "T")
     (claimed,) = await store.claim("w", 30, 1)

@@ -290,7 +290,9 @@ async def update_state(
     }
 
 
-async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
+async def history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
+    """The thread's checkpoints, newest first, as LangGraph's states (the history
+    routes, and the thread protocol's ``state.listCheckpoints``)."""
     graph = graph_of(ctx, graph_id_of(ctx, thread))
     configurable: dict[str, Any] = {"thread_id": thread.thread_id}
     if query.checkpoint is not None:
@@ -325,7 +327,7 @@ async def post_history(
     request: Request, thread_id: ThreadId, body: Annotated[HistoryQuery | None, Body()] = None
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
-    return await _history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
+    return await history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
 
 
 @router.get("/threads/{thread_id}/history")
@@ -337,7 +339,7 @@ async def get_history(
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
     query = HistoryQuery(limit=limit, before=before)
-    return await _history(ctx, await thread_or_404(ctx, thread_id), query)
+    return await history(ctx, await thread_or_404(ctx, thread_id), query)
 
 
-__all__ = ["find_thread", "router", "view"]
+__all__ = ["find_thread", "history", "router", "view"]
