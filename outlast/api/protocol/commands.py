@@ -8,8 +8,9 @@ head is the thread stream's cursor read before the command acts
 (``cursor.thread_head``): what the command causes comes after it.
 
 A client's mistake never raises: it is an error envelope. Over HTTP, as LangGraph's own
-server answers: a message that is not a command (no integer ``id`` or no string
-``method``, a body that is not JSON, a malformed ``Idempotency-Key``) is a ``400``;
+server answers: a message that is not a command (no integer ``id``, no string
+``method``, ``params`` that are not an object, a body that is not JSON, a malformed
+``Idempotency-Key``) is a ``400``;
 every command, refused or not, a ``200`` with its envelope (both SDKs read either). Only
 what a retry may cure keeps its status, ``429`` at a limit and ``503`` with the database
 away, with ``Retry-After``; nothing was done then. An unexpected failure is a ``200``
@@ -32,6 +33,7 @@ from pydantic import ValidationError
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
 from outlast.api.lg.access import ThreadNotFound, find_thread
+from outlast.api.lg.threads import ThreadId
 from outlast.api.protocol.cursor import thread_head
 from outlast.api.protocol.methods import METHODS, Call, Handler, Refused
 from outlast.api.protocol.params import explain
@@ -99,7 +101,7 @@ async def answer(ctx: AppContext, thread_id: str, message: Any, key: str | None 
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        return Answer(error(cid, "invalid_argument", "params: must be an object"))
+        return Answer(error(cid, "invalid_argument", "params: must be an object"), 400)
     return await _run(ctx, thread_id, cid, handler, params, key)
 
 
@@ -168,7 +170,7 @@ _BODY = {
     openapi_extra={"requestBody": _BODY},
     responses={400: {"description": "not a command (no integer id or string method)"}},
 )
-async def commands(request: Request, thread_id: str) -> JSONResponse:
+async def commands(request: Request, thread_id: ThreadId) -> JSONResponse:
     """One command of LangGraph's thread protocol (agent-protocol ``streaming/``):
     ``run.start``, ``input.respond``, ``input.inject``, ``state.get``,
     ``state.listCheckpoints``, ``state.fork``, ``agent.getTree``; the answer is the
@@ -177,6 +179,13 @@ async def commands(request: Request, thread_id: str) -> JSONResponse:
     try:
         message = json.loads(await request.body())
     except ValueError:
-        return JSONResponse(error(None, "invalid_argument", "the body is not JSON"), 400)
+        return _response(Answer(error(None, "invalid_argument", "the body is not JSON"), 400))
     found = await answer(ctx, thread_id, message, request.headers.get("idempotency-key"))
-    return JSONResponse(found.body, found.status, headers=found.headers or None)
+    return _response(found)
+
+
+def _response(found: Answer) -> JSONResponse:
+    body = found.body
+    if found.status >= 400:  # what every error of the LangGraph face carries (its SDKs)
+        body = {**body, "detail": body["message"]}
+    return JSONResponse(body, found.status, headers=found.headers or None)
