@@ -143,17 +143,30 @@ async def test_run_start_on_a_busy_thread_queues_behind_its_run(store: Store) ->
         assert ended <= started  # one run of a thread at a time, in order
 
 
-async def test_a_retried_run_start_with_its_idempotency_key_runs_once(store: Store) -> None:
+async def test_a_retried_command_with_its_idempotency_key_acts_once(store: Store) -> None:
     async with serve(store) as srv:
         thread_id = str(uuid.uuid4())
-        params = {"assistant_id": "lg_chat", "input": {"messages": []}}
-        bodies = [
-            await command(srv, thread_id, "run.start", params, cid=i, **{"Idempotency-Key": "k1"})
-            for i in (1, 2)
+        params = {"assistant_id": "lg_hitl", "input": {"topic": "t"}}
+        key: dict[str, str] = {"Idempotency-Key": "start"}
+        first, again = [
+            await command(srv, thread_id, "run.start", params, i, **key) for i in (1, 2)
         ]
-        assert bodies[0]["result"] == bodies[1]["result"]
+        assert first["result"] == again["result"]
+        run_id = first["result"]["run_id"]
+        await interrupted(srv, thread_id)
+        # a resume by run.start, retried once the run has gone on: the same answer again,
+        # not a new run with the resume value as its input
+        resume = {"assistant_id": "lg_hitl", "input": {"x": 1}}
+        key = {"Idempotency-Key": "resume"}
+        answered = [await command(srv, thread_id, "run.start", resume, i, **key) for i in (3, 4)]
+        assert answered[0]["result"] == answered[1]["result"] != first["result"]
+        final = await wait_result(srv.client, run_id)
+        assert final["result"]["answer"] == {"x": 1}
+        other = {**resume, "input": {"x": 2}}
+        failed(await command(srv, thread_id, "run.start", other, 5, **key), "invalid_argument")
         listed = (await srv.client.get("/v1/runs", params={"thread_id": thread_id})).json()
-        assert [r["id"] for r in listed["runs"]] == [bodies[0]["result"]["run_id"]]
+        assert [r["id"] for r in listed["runs"]] == [run_id]
+        assert (await store.get_run(run_id)).last_seq == final["last_seq"]  # type: ignore[union-attr]
 
 
 # -- input.respond -----------------------------------------------------------------------

@@ -247,6 +247,11 @@ class LangGraphOps(TxProvider):
             rows = await tx.rows("lg_run_get", id=lg_id)
             return _lg(tx, rows[0]) if rows else None
 
+    async def lg_run_by_key(self, principal: str, key: str) -> LgRun | None:
+        async with self._reading() as tx:
+            rows = await tx.rows("lg_run_by_key", principal=principal, key=key)
+            return _lg(tx, rows[0]) if rows else None
+
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
         async with self._reading() as tx:
             made = [_lg(tx, r) for r in await tx.rows("lg_runs_of_thread", thread_id=thread_id)]

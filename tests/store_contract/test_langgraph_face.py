@@ -151,6 +151,9 @@ async def test_resume_opens_the_next_stretch(store: Store, notes: Notes) -> None
     assert await notes.take() == notes_of(new.id, EVENTS, QUEUE, STATUS)
     replay, fresh = await store.lg_resume(new.id, {waits[0].id: 0}, draft)
     assert not fresh and replay.id == lg.id
+    assert await store.lg_run_by_key(new.principal, "r1") == lg
+    assert await store.lg_run_by_key("someone else", "r1") is None
+    assert await store.lg_run_by_key(new.principal, "r2") is None
     assert [r.id for r in await store.lg_runs_of_run(new.id)] == [first.id, lg.id]
     await store.lg_delete_runs_of(new.id)
     assert all(r.deleted for r in await store.lg_runs_of_run(new.id))

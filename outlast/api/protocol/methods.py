@@ -29,7 +29,7 @@ from outlast.api.protocol.params import (
     StateGetParams,
 )
 from outlast.errors import NothingToResume, WaitNotOpen
-from outlast.store import Run, Thread, Wait
+from outlast.store import LgRun, Run, Thread, Wait
 
 # What a run started through the protocol keeps in its log beside what every run logs
 # (node updates, custom events, model messages): what the thread stream's channels show
@@ -71,6 +71,26 @@ async def _asking(call: Call) -> tuple[Run, list[Wait]] | None:
         return None
 
 
+async def _replayed(call: Call, sent: Any) -> LgRun | None:
+    """The LangGraph run a command with the same ``Idempotency-Key`` made already on this
+    thread: a retry answers with it and does nothing. Checked before the thread is read,
+    as what the first command did (a resume answered, a run queued) changes what the same
+    command would do now. ``sent``: what the run's kwargs keep of the command (its input
+    or its resume); the key with another command is refused."""
+    if call.key is None:
+        return None
+    made = await call.ctx.store.lg_run_by_key(call.ctx.principal, call.key)
+    if made is None or made.deleted:
+        return None
+    kept = made.kwargs.get("input"), (made.kwargs.get("command") or {}).get("resume")
+    if made.thread_id != call.thread_id or sent not in kept:
+        raise Refused(
+            "invalid_argument",
+            f"Idempotency-Key {call.key!r} was used for another command ({made.id})",
+        )
+    return made
+
+
 def _assistant_of(call: Call, thread: Thread) -> str:
     """The assistant a command that names none runs: the thread's (its graph's)."""
     named = thread.metadata.get("assistant_id")
@@ -83,6 +103,9 @@ async def run_start(call: Call) -> dict[str, Any]:
     behind an active one (LangGraph cannot take input into a running graph; its own
     server queues it too)."""
     p = RunStartParams.model_validate(call.params)
+    replay = await _replayed(call, p.input)
+    if replay is not None:
+        return {"run_id": replay.id}
     common: dict[str, Any] = {
         "assistant_id": p.assistant_id,
         "config": p.config,
@@ -107,6 +130,8 @@ async def input_respond(call: Call) -> dict[str, Any]:
     concurrent answers one lands), with ``update`` / ``goto`` kept with the answers and
     applied in the step that resumes."""
     p = InputRespondParams.model_validate(call.params)
+    if await _replayed(call, p.answers()) is not None:
+        return {}
     pending = await _asking(call)
     if pending is None or call.thread is None:
         raise Refused("no_such_run", f"no run of thread {call.thread_id} waits for input")
@@ -198,6 +223,9 @@ async def state_fork(call: Call) -> dict[str, Any]:
     """A run from an earlier checkpoint of the thread (LangGraph's time travel), on the
     same thread: its lineage branches there."""
     p = StateForkParams.model_validate(call.params)
+    replay = await _replayed(call, p.input)
+    if replay is not None:
+        return {"run_id": replay.id, "thread_id": call.thread_id}
     if call.thread is None or not await _has_checkpoint(call, p.checkpoint_id):
         raise Refused(
             "no_such_checkpoint", f"thread {call.thread_id} has no checkpoint {p.checkpoint_id}"

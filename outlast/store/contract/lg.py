@@ -93,6 +93,11 @@ class LangGraphStore(Notifying, Protocol):
         """The LangGraph run (deleted ones included: the caller hides them), or None."""
 
     @abc.abstractmethod
+    async def lg_run_by_key(self, principal: str, key: str) -> LgRun | None:
+        """The LangGraph run ``principal`` made under idempotency key ``key`` (a new run's
+        or a resume's), or None."""
+
+    @abc.abstractmethod
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:
         """Newest first; runs made through ``/v1`` appear as their own LangGraph run."""
 
