@@ -319,6 +319,11 @@ async def test_agent_get_tree_shows_the_run_and_its_subgraphs(store: Store) -> N
         (inner,) = tree["children"]
         assert inner["graph_name"] == "inner" and inner["status"] == "completed"
         assert inner["namespace"][0].startswith("inner:")
+        # the namespace is the one state.get reads a subgraph's state at
+        at_inner = {"namespace": inner["namespace"]}
+        sub = (await command(srv, thread_id, "state.get", at_inner, cid=4))["result"]
+        assert sub["values"] == {"trail": ["first", "inner_a", "inner_b"]}
+        assert sub["checkpoint"]["ns"] == inner["namespace"][0]
         named = {"run_id": started["result"]["run_id"]}
         assert (await command(srv, thread_id, "agent.getTree", named, cid=3))["result"][
             "tree"
@@ -394,6 +399,8 @@ async def test_refused_commands_answer_the_spec_errors_and_change_nothing(store:
             ),
             "not_supported",
         )
+        nowhere = {"namespace": ["nowhere:1"]}
+        failed(await command(srv, thread_id, "state.get", nowhere), "no_such_namespace")
         unknown = {"assistant_id": "nope", "input": {}}
         failed(await command(srv, str(uuid.uuid4()), "run.start", unknown), "invalid_argument")
         assert await _footprint(srv, store, thread_id) == before

@@ -180,6 +180,8 @@ async def state_get(call: Call) -> dict[str, Any]:
     except ValueError as exc:  # LangGraph: no subgraph at that namespace
         raise Refused("no_such_namespace", str(exc)) from None
     body = state_json(state, call.thread_id)
+    if ns and not body.get("checkpoint_id"):  # LangGraph reads an unknown one as empty
+        raise Refused("no_such_namespace", f"thread {call.thread_id} has no state at {ns!r}")
     values = body["values"]
     if p.keys is not None and isinstance(values, dict):
         values = {k: values[k] for k in p.keys if k in values}
