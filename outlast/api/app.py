@@ -23,6 +23,7 @@ from outlast.api.health import router as health_router
 from outlast.api.lg.cron_runs import firer
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.metrics_route import router as metrics_router
+from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
 from outlast.api.threads import router as threads_router
 from outlast.api.waits import router as waits_router
@@ -93,6 +94,7 @@ def create_app(
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)
+    app.include_router(protocol_commands_router)
     console.install(app)
     app.include_router(health_router)
     return app

@@ -40,6 +40,8 @@ class RunOptions:
     checkpoint_id: str | None = None
     command: dict[str, Any] | None = None
     not_before: dt.datetime | None = None  # `after_seconds`, from acceptance
+    # a resume's `update` / `goto`, with the ids of the waits whose answers it goes with
+    resume_with: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, run: Run) -> RunOptions:
@@ -56,6 +58,7 @@ class RunOptions:
             not_before=dt.datetime.fromisoformat(raw["not_before"])
             if raw.get("not_before")
             else None,
+            resume_with=raw.get("resume_with") or None,
         )
 
     def stream_modes(self) -> list[str]:
@@ -78,18 +81,27 @@ class RunOptions:
         """The graph's input on the run's first attempt: a ``Command`` when one was sent."""
         if not self.command:
             return given
-        cmd = self.command
-        goto = cmd.get("goto")
-        if goto is not None:
-            goto = [_send(g) for g in goto] if isinstance(goto, list) else _send(goto)
-        update = cmd.get("update")
-        if isinstance(update, list):
-            update = [tuple(pair) for pair in update]
-        return Command(
-            resume=cmd.get("resume"),
-            update=update,
-            goto=goto if goto is not None else (),
-        )
+        return as_command(self.command, self.command.get("resume"))
+
+    def resuming_with(self, answered: set[str]) -> dict[str, Any] | None:
+        """The ``update`` / ``goto`` a resume sent with the answers being consumed now
+        (``answered``: wait ids); ``None`` when it went with other answers (an earlier
+        resume's, already applied) or there is none."""
+        with_ = self.resume_with
+        if not with_ or not set(with_.get("waits") or ()) & answered:
+            return None
+        return with_
+
+
+def as_command(cmd: dict[str, Any], resume: Any) -> Command[Any]:
+    """LangGraph's ``Command`` from its JSON form (``goto`` may name ``Send``s)."""
+    goto = cmd.get("goto")
+    if goto is not None:
+        goto = [_send(g) for g in goto] if isinstance(goto, list) else _send(goto)
+    update = cmd.get("update")
+    if isinstance(update, list):
+        update = [tuple(pair) for pair in update]
+    return Command(resume=resume, update=update, goto=goto if goto is not None else ())
 
 
 def _send(target: Any) -> Any:

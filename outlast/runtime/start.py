@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
 from outlast.runtime.credentials import reference
-from outlast.runtime.options import AFTER, RunOptions
+from outlast.runtime.options import AFTER, RunOptions, as_command
 from outlast.runtime.outcomes import BudgetStop, ExecutionStore, Parked
 from outlast.runtime.policy import RunPolicy
 from outlast.runtime.recovery import logged_tasks, missing_updates
@@ -75,7 +75,7 @@ class StartPoint:
                 translator.logged_tasks = await logged_tasks(self.store, run)
                 for lost in await missing_updates(graph, state, run.id, translator.logged_tasks):
                     sink.put(lost)
-                graph_input = await self._continuation(state, sink)
+                graph_input = await self._continuation(state, sink, options)
                 if graph_input is _FINISHED:
                     return state.values  # it had finished; only the final write was lost
                 return Input(graph_input)
@@ -83,9 +83,12 @@ class StartPoint:
             config["configurable"]["checkpoint_id"] = options.checkpoint_id
         return Input(graph_input)
 
-    async def _continuation(self, state: StateSnapshot, sink: EventSink) -> Any:
+    async def _continuation(
+        self, state: StateSnapshot, sink: EventSink, options: RunOptions
+    ) -> Any:
         """What to feed the graph to go on from this run's last checkpoint: the answers
-        to its pending interrupts, or ``None`` to resume after a crash or a drain."""
+        to its pending interrupts (with the ``update`` / ``goto`` their resume sent, in
+        the same step), or ``None`` to resume after a crash or a drain."""
         pending = {i.id for i in state.interrupts}
         answered = await self.store.list_waits(self.run.id, WaitStatus.ANSWERED) if pending else []
         # An auth wait's answer is sealed: the graph gets a reference, opened in memory by
@@ -106,6 +109,9 @@ class StartPoint:
         # crash, and a step whose every task had saved its writes would look finished.
         if not state.tasks:
             return _FINISHED
+        with_ = options.resuming_with({w.id for w in answered if w.interrupt_id in pending})
+        if with_ is not None:  # a supervisor's note, if any, stays for the next attempt
+            return as_command(with_, resume)
         note = await self.policy.take_note()
         if note is not None:
             return Command(

@@ -188,9 +188,14 @@ class RunService:
         answers: dict[str, Any],
         lg: LgRun,
         hook: NewWebhook | None = None,
+        *,
+        update: Any = None,
+        goto: Any = None,
     ) -> tuple[LgRun, Run]:
         """Answer several waits of ``run`` at once (wait id → value; every answer lands or
-        none) and open the LangGraph run ``lg`` that continues its log. ``hook``, made
+        none) and open the LangGraph run ``lg`` that continues its log. ``update`` and
+        ``goto`` (LangGraph's ``Command``) are stored with the answers, in their
+        transaction, and applied with them in the step that resumes. ``hook``, made
         before the answers (the run may end as soon as it is answered), is removed again
         when they are refused."""
         waits = {w.id: w for w in await self.store.list_waits(run.id)}
@@ -205,7 +210,8 @@ class RunService:
                 dataclasses.replace(hook, run_id=run.id, principal=self.principal)
             )
         try:
-            resumed, _ = await self.store.lg_resume(run.id, stored, lg)
+            with_ = {k: v for k, v in (("update", update), ("goto", goto)) if v is not None}
+            resumed, _ = await self.store.lg_resume(run.id, stored, lg, with_ or None)
         except BaseException:
             if made is not None:
                 await self.store.delete_webhook(made.id, self.principal)

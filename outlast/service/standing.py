@@ -107,6 +107,25 @@ def lg_thread_status(thread: Thread, paused_at_breakpoint: bool = False) -> str:
     return "interrupted" if paused_at_breakpoint else "idle"
 
 
+# The thread protocol's ``AgentStatus`` (agent-protocol, ``streaming/protocol.cddl``).
+AgentStatus = Literal["started", "running", "completed", "failed", "interrupted"]
+
+
+def agent_status(run: Run, stands: Standing) -> AgentStatus:
+    """Where a run stands on the thread protocol: ``interrupted`` only when it asks a
+    client for something (a pause the client resumes); a cancelled run ``failed``, as a
+    cancel is not a pause (and ``interrupted`` would keep a client waiting to answer)."""
+    if run.status == RunStatus.COMPLETED:
+        return "completed"
+    if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return "failed"
+    if run.status == RunStatus.WAITING and stands.asking:
+        return "interrupted"
+    if run.status == RunStatus.QUEUED and not run.has_history:
+        return "started"
+    return "running"
+
+
 def lg_matches(run: Run, stands: Standing, wanted: LgActive) -> bool:
     """Whether the run, as the newest stretch of its LangGraph run, has the status a
     bulk cancel names (``all``: pending or running)."""

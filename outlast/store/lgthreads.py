@@ -198,7 +198,11 @@ class LangGraphOps(TxProvider):
             return _lg(tx, rows[0]), run, created
 
     async def lg_resume(
-        self, run_id: str, answers: dict[str, Any], lg: LgRun
+        self,
+        run_id: str,
+        answers: dict[str, Any],
+        lg: LgRun,
+        resume_with: dict[str, Any] | None = None,
     ) -> tuple[LgRun, bool]:
         async with self._writing() as tx:
             if lg.idempotency_key is not None:
@@ -222,12 +226,22 @@ class LangGraphOps(TxProvider):
                 drafts.extend(more)
             if drafts:
                 await append_events(tx, run_id, drafts)
+            if resume_with:
+                with_waits = {**resume_with, "waits": sorted(answers)}
+                await tx.rows(
+                    "lg_run_resume_with", id=run_id, resume_with=tx.encode_json(with_waits)
+                )
             rows = await _insert_lg(tx, _with(lg, run_id=run_id, from_seq=from_seq))
             return _lg(tx, rows[0]), True
 
     async def lg_get_run(self, lg_id: str) -> LgRun | None:
         async with self._reading() as tx:
             rows = await tx.rows("lg_run_get", id=lg_id)
+            return _lg(tx, rows[0]) if rows else None
+
+    async def lg_run_by_key(self, principal: str, key: str) -> LgRun | None:
+        async with self._reading() as tx:
+            rows = await tx.rows("lg_run_by_key", principal=principal, key=key)
             return _lg(tx, rows[0]) if rows else None
 
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:

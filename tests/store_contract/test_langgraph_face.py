@@ -151,9 +151,25 @@ async def test_resume_opens_the_next_stretch(store: Store, notes: Notes) -> None
     assert await notes.take() == notes_of(new.id, EVENTS, QUEUE, STATUS)
     replay, fresh = await store.lg_resume(new.id, {waits[0].id: 0}, draft)
     assert not fresh and replay.id == lg.id
+    assert await store.lg_run_by_key(new.principal, "r1") == lg
+    assert await store.lg_run_by_key("someone else", "r1") is None
+    assert await store.lg_run_by_key(new.principal, "r2") is None
     assert [r.id for r in await store.lg_runs_of_run(new.id)] == [first.id, lg.id]
     await store.lg_delete_runs_of(new.id)
     assert all(r.deleted for r in await store.lg_runs_of_run(new.id))
+
+
+async def test_a_resume_keeps_its_update_and_goto_with_its_answers(store: Store) -> None:
+    _, new = await _lg_run(store, "T")
+    (claimed,) = await store.claim("w", 30, 1)
+    await store.park(Lease(new.id, "w", claimed.lease_epoch), [WaitSpec("i", WaitKind.HUMAN)], 0)
+    (wait,) = await store.list_waits(new.id)
+    with_ = {"update": {"k": [1, "é"]}, "goto": {"node": "n", "input": None}}
+    await store.lg_resume(new.id, {wait.id: "yes"}, lg_run_of(new, id=str(uuid.uuid4())), with_)
+    run = await store.get_run(new.id)
+    assert run is not None and run.options is not None
+    assert run.options["resume_with"] == {**with_, "waits": [wait.id]}
+    assert {k: v for k, v in run.options.items() if k != "resume_with"} == (new.options or {})
 
 
 async def test_two_resumes_of_one_interrupt_one_lands(store: Store) -> None:

@@ -257,7 +257,9 @@ async def _resume(ctx: AppContext, thread_id: str, body: RunCreate, draft: LgRun
         draft = dataclasses.replace(draft, kwargs={**draft.kwargs, "command": command})
     # made before the answer: the run may end as soon as it is answered
     hook = webhook.subscription(ctx.settings, body.webhook, draft.id) if body.webhook else None
-    lg, run = await ctx.runs.resume(latest, answers, draft, hook)
+    lg, run = await ctx.runs.resume(
+        latest, answers, draft, hook, update=body.command.update, goto=body.command.goto
+    )
     return await found(ctx, lg, run)
 
 

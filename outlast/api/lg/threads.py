@@ -299,7 +299,9 @@ async def update_state(
     }
 
 
-async def _history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
+async def history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
+    """The thread's checkpoints, newest first, as LangGraph's states (the history
+    routes, and the thread protocol's ``state.listCheckpoints``)."""
     configurable: dict[str, Any] = {"thread_id": thread.thread_id}
     if query.checkpoint is not None:
         configurable.update(query.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True))
@@ -334,7 +336,7 @@ async def post_history(
     request: Request, thread_id: ThreadId, body: Annotated[HistoryQuery | None, Body()] = None
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
-    return await _history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
+    return await history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
 
 
 @router.get("/threads/{thread_id}/history")
@@ -346,7 +348,7 @@ async def get_history(
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
     query = HistoryQuery(limit=limit, before=before)
-    return await _history(ctx, await thread_or_404(ctx, thread_id), query)
+    return await history(ctx, await thread_or_404(ctx, thread_id), query)
 
 
-__all__ = ["find_thread", "router", "view"]
+__all__ = ["find_thread", "history", "router", "view"]

@@ -72,18 +72,30 @@ class LangGraphStore(Notifying, Protocol):
 
     @abc.abstractmethod
     async def lg_resume(
-        self, run_id: str, answers: dict[str, Any], lg: LgRun
+        self,
+        run_id: str,
+        answers: dict[str, Any],
+        lg: LgRun,
+        resume_with: dict[str, Any] | None = None,
     ) -> tuple[LgRun, bool]:
         """Answer the waits ``answers`` (wait id → value) of a waiting run, as
         ``answer`` with ``how="resume"``, and open the LangGraph run that continues its
         log after the current last seq, in one transaction: every answer lands or none
         (WaitNotOpen when one was answered already: two concurrent resumes give one
-        resume and one refusal). ``lg``'s idempotency key seen again with the same
-        kwargs returns that LangGraph run and ``False``."""
+        resume and one refusal). ``resume_with`` (LangGraph's ``update`` and ``goto``)
+        is kept in the same transaction in the run's options as ``resume_with``, with
+        the ids of the waits it goes with (``waits``): the attempt that consumes those
+        answers applies it with them, in one step. ``lg``'s idempotency key seen again
+        with the same kwargs returns that LangGraph run and ``False``."""
 
     @abc.abstractmethod
     async def lg_get_run(self, lg_id: str) -> LgRun | None:
         """The LangGraph run (deleted ones included: the caller hides them), or None."""
+
+    @abc.abstractmethod
+    async def lg_run_by_key(self, principal: str, key: str) -> LgRun | None:
+        """The LangGraph run ``principal`` made under idempotency key ``key`` (a new run's
+        or a resume's), or None."""
 
     @abc.abstractmethod
     async def lg_runs_of_thread(self, thread_id: str) -> list[LgRun]:

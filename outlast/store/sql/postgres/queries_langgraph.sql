@@ -85,6 +85,15 @@ WHERE r.thread_id = %(thread_id)s
   AND NOT EXISTS (SELECT 1 FROM outlast_lg_runs l WHERE l.run_id = r.id)
 ORDER BY r.pos DESC;
 
+-- name: lg_run_resume_with
+-- What a resume sets beside its answers (LangGraph's Command update and goto), kept in the
+-- run's options until the attempt that consumes those answers feeds them (runtime/start.py).
+UPDATE outlast_runs
+SET options = coalesce(options, '{}'::jsonb)
+              || jsonb_build_object('resume_with', %(resume_with)s::jsonb)
+WHERE id = %(id)s
+RETURNING id;
+
 -- name: lg_run_mark_deleted
 -- Hide the LangGraph runs of an outlast run.
 UPDATE outlast_lg_runs SET deleted = true WHERE run_id = %(run_id)s RETURNING id;

@@ -87,6 +87,13 @@ WHERE r.thread_id = :thread_id
   AND NOT EXISTS (SELECT 1 FROM outlast_lg_runs l WHERE l.run_id = r.id)
 ORDER BY r.pos DESC;
 
+-- name: lg_run_resume_with
+-- What a resume sets beside its answers (see the Postgres file).
+UPDATE outlast_runs
+SET options = json_set(coalesce(options, '{}'), '$.resume_with', json(:resume_with))
+WHERE id = :id
+RETURNING id;
+
 -- name: lg_run_mark_deleted
 -- Hide the LangGraph runs of an outlast run.
 UPDATE outlast_lg_runs SET deleted = 1 WHERE run_id = :run_id RETURNING id;
