@@ -37,7 +37,11 @@ def spec_from_interrupt(item: Interrupt) -> WaitSpec:
     typed = value.get(WAIT_KEY) if isinstance(value, dict) else None
     if not isinstance(typed, dict):
         return WaitSpec(
-            interrupt_id=item.id, kind="human", prompt=to_jsonable(value), schema=schema
+            interrupt_id=item.id,
+            kind="human",
+            prompt=to_jsonable(value),
+            schema=schema,
+            value=to_jsonable(value),
         )
     kind = typed.get("kind") if typed.get("kind") in WAIT_KINDS else "human"
     wake_at = None
@@ -60,6 +64,7 @@ def spec_from_interrupt(item: Interrupt) -> WaitSpec:
         has_default=bool(typed.get("has_default", False)),
         default=to_jsonable(typed.get("default")),
         probe=to_jsonable(probe) if isinstance(probe, dict) else None,
+        value=to_jsonable(value),
     )
 
 
