@@ -72,5 +72,11 @@ def wait_interrupt(wait: Wait) -> dict[str, Any]:
     """A wait of the runtime's own, shown as the interrupt it stands for: the payload
     outlast's own waits carry (``outlast_wait``), under the wait's interrupt id, which
     ``command.resume`` may name."""
-    typed = {"kind": wait.kind, "object": wait.object, "prompt": wait.prompt}
-    return {"value": {WAIT_KEY: typed}, "id": wait.interrupt_id, "response_schema": wait.schema}
+    value = runtime_payload(wait.kind, wait.object, wait.prompt)
+    return {"value": value, "id": wait.interrupt_id, "response_schema": wait.schema}
+
+
+def runtime_payload(kind: str, object_: Any, prompt: Any) -> dict[str, Any]:
+    """What a wait no interrupt of the graph raised (the runtime's own) asks, in the shape
+    of the payload outlast's own waits carry."""
+    return {WAIT_KEY: {"kind": kind, "object": object_, "prompt": prompt}}

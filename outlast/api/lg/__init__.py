@@ -66,7 +66,8 @@ def install(app: FastAPI) -> None:
         thread_stream,
         threads,
     )
+    from outlast.api.protocol import socket, stream
 
     modules = (system, store_items, assistants, assistant_graphs, threads, thread_stream, runs)
-    for module in modules:
+    for module in (*modules, stream, socket):
         app.include_router(module.router)
