@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -27,6 +28,7 @@ from outlast.api.protocol.events import Filter, parse_request, thread_events
 from outlast.errors import OutlastError
 
 router = APIRouter(tags=["langgraph"])
+log = logging.getLogger(__name__)
 
 # A refused upgrade: the status a client reads (a browser reads none) is 403; the close
 # code says which (4000 + the HTTP status, as LangGraph's SDKs read it after an accept).
@@ -131,9 +133,22 @@ class _Session:
 
     async def _pump(self, wanted: Filter, since: int | None) -> None:
         frames = thread_events(self.ctx, self.thread_id, since, wanted, lambda: self._closed)
-        async with contextlib.aclosing(frames) as items:
-            async for frame in items:
-                await self.send(frame)
+        try:
+            async with contextlib.aclosing(frames) as items:
+                async for frame in items:
+                    await self.send(frame)
+        except (asyncio.CancelledError, WebSocketDisconnect):
+            raise
+        except Exception as exc:
+            # A read that failed (the database away, say): said, then the connection
+            # closed as an error, so the client reconnects with its cursor rather than
+            # waiting on a subscription that sends nothing more.
+            log.warning("thread %s: a subscription's read failed: %r", self.thread_id, exc)
+            with contextlib.suppress(Exception):
+                await self.send(
+                    _error(None, "unknown_error", "the thread's events could not be read")
+                )
+                await self.websocket.close(code=1011)
 
     async def close(self) -> None:
         self._closed = True
