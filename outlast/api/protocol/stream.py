@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Body, Header, Path, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Message, Receive, Scope, Send
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
@@ -38,15 +39,8 @@ async def stream_events(
     wanted, since = parse_request(body)
     await thread_or_404(ctx, thread_id)
     shutdown = anyio.Event()
-    return EventSourceResponse(
-        _frames(ctx, thread_id, since, wanted, shutdown.is_set),
-        shutdown_event=shutdown,
-        shutdown_grace_period=1.0,
-        ping=ctx.settings.langgraph_heartbeat,
-        ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
-        send_timeout=30,
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    frames = _frames(ctx, thread_id, since, wanted, shutdown.is_set)
+    return _CutAtShutdown(shutdown, frames, ctx.settings.langgraph_heartbeat)
 
 
 async def _frames(
@@ -62,3 +56,33 @@ async def _frames(
             yield ServerSentEvent(data=data, event=frame["method"], id=frame["event_id"])
         else:
             yield ServerSentEvent(data=data, event="error")
+
+
+class _CutAtShutdown(EventSourceResponse):
+    """At a shutdown the stream is cut, not ended: its last chunk is never sent, so the
+    server closes the connection on a body it left unfinished. The protocol's clients take
+    a stream that ends cleanly as the end of the run (the SDKs stop there); one that breaks
+    they reopen with their cursor, on this server's successor or another."""
+
+    def __init__(
+        self, shutdown: anyio.Event, frames: AsyncIterator[ServerSentEvent], heartbeat: float
+    ) -> None:
+        super().__init__(
+            frames,
+            shutdown_event=shutdown,
+            shutdown_grace_period=1.0,
+            ping=heartbeat,
+            ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
+            send_timeout=30,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+        self._shutdown = shutdown
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def cut(message: Message) -> None:
+            last = message["type"] == "http.response.body" and not message.get("more_body")
+            if last and self._shutdown.is_set():
+                return
+            await send(message)
+
+        await super().__call__(scope, receive, cut)
