@@ -148,7 +148,7 @@ EVENT_MEANINGS: dict[EventType, str] = {
     EventType.STREAM: "a LangGraph stream part kept for the LangGraph face (the modes only it "
     "serves: `tasks`, `checkpoints`, `debug`, `events`, …)",
     EventType.WAIT_STARTED: "the run opened a wait (`wait`: id, kind, object, prompt, schema, "
-    "deadline)",
+    "deadline; `interrupt`: the id and value of the interrupt it stands for)",
     EventType.WAIT_RENEWED: "the probe of an external wait answered that the job is alive: "
     "the wait's lease is renewed (`renewals`, `detail`)",
     EventType.WAIT_ENDED: "a wait ended (`how`: input, signal, timer, deadline, probe, "

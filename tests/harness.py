@@ -14,7 +14,7 @@ Which module holds what:
 - ``tests/util.py``: a ``NewRun`` (and its LangGraph run) built by hand, for tests that
   drive the store directly.
 - ``tests/lg_util.py``: the LangGraph face's SDK client following a slow run, and waiting
-  for a run's status through it.
+  for a run's status through it; the protocol v2 thread stream read raw.
 - ``tests/browser.py``: headless Chromium pages and the TCP proxy that cuts connections.
 - ``tests/receiver.py``: a real HTTP receiver of webhooks.
 - ``tests/store_contract/support.py``: what the store contract's modules share.

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.harness import eventually
+import httpx
+
+from tests.harness import eventually, sse_events
 
 
 @dataclass
@@ -49,3 +52,32 @@ async def until_status(client: Any, thread: str, run_id: str, status: str) -> No
         return bool((await client.runs.get(thread, run_id))["status"] == status)
 
     await eventually(probe, what=f"run {run_id} {status}")
+
+
+def ended(frame: dict[str, Any]) -> bool:
+    """A protocol frame that ends a run for the protocol's clients: the root's
+    ``completed`` or ``failed``."""
+    params = frame.get("params") or {}
+    return (
+        frame.get("method") == "lifecycle"
+        and params.get("namespace") == []
+        and params["data"]["event"] in ("completed", "failed")
+    )
+
+
+async def protocol_frames(
+    client: httpx.AsyncClient,
+    thread: str,
+    body: dict[str, Any],
+    until: Callable[[dict[str, Any]], bool] = ended,
+) -> list[dict[str, Any]]:
+    """The frames of the thread's protocol v2 stream (``POST /threads/{t}/stream/events``
+    with ``body``), read raw up to the first one ``until`` accepts, included."""
+    out: list[dict[str, Any]] = []
+    async with client.stream("POST", f"/threads/{thread}/stream/events", json=body) as r:
+        assert r.status_code == 200, await r.aread()
+        async for item in sse_events(r):
+            out.append(item.data)
+            if until(item.data):
+                break
+    return out

@@ -11,7 +11,6 @@ import uuid
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from outlast.store import Store
@@ -27,7 +26,7 @@ YEARLY = "0 0 1 1 *"
 
 async def test_crud_search_count_and_filters(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         on_thread = await client.crons.create_for_thread(
             thread, "steps", schedule=YEARLY, input={"n": 1}, metadata={"team": "a"}
@@ -95,8 +94,8 @@ async def test_crud_search_count_and_filters(store: Store) -> None:
 async def test_a_principal_sees_and_changes_only_its_own_crons(store: Store) -> None:
     settings = make_settings(api_keys=f"alice:{ALICE},bob:{BOB}")
     async with serve(store, settings) as srv:
-        alice = get_client(url=srv.url, api_key=ALICE)
-        bob = get_client(url=srv.url, api_key=BOB)
+        alice = srv.sdk(api_key=ALICE)
+        bob = srv.sdk(api_key=BOB)
         thread = (await alice.threads.create())["thread_id"]
         mine = await alice.crons.create_for_thread(thread, "steps", schedule=YEARLY)
         assert mine["user_id"] == "alice"
@@ -124,7 +123,7 @@ async def test_a_bad_schedule_or_timezone_is_a_422_naming_it(
     store: Store, body: dict[str, Any], field: str
 ) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         for path in ("/runs/crons", f"/threads/{thread}/runs/crons"):
             answer = await srv.client.post(path, json={"assistant_id": "steps", **body})
@@ -148,7 +147,7 @@ async def test_a_bad_schedule_or_timezone_is_a_422_naming_it(
 
 async def test_a_cron_fires_ordinary_runs_on_schedule(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         cron = await client.crons.create_for_thread(
             thread, "steps", schedule=EVERY_SECOND, input={"n": 1}, metadata={"m": 1}
@@ -175,7 +174,7 @@ async def test_a_cron_fires_ordinary_runs_on_schedule(store: Store) -> None:
 
 async def test_stateless_runs_delete_or_keep_their_threads(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         gone = await client.crons.create("steps", schedule=EVERY_SECOND, input={"n": 1})
         kept = await client.crons.create(
             "steps", schedule=EVERY_SECOND, input={"n": 1}, on_run_completed="keep"
@@ -202,7 +201,7 @@ async def test_stateless_runs_delete_or_keep_their_threads(store: Store) -> None
 
 async def test_a_disabled_cron_does_not_fire_and_end_time_is_honoured(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         witness = await client.crons.create("steps", schedule=EVERY_SECOND)
         off = await client.crons.create("steps", schedule=EVERY_SECOND, enabled=False)
         end = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)
@@ -230,12 +229,12 @@ async def test_a_disabled_cron_does_not_fire_and_end_time_is_honoured(store: Sto
 async def test_ticks_missed_while_nothing_ran_fire_once_for_the_latest(store: Store) -> None:
     settings = make_settings(cron_interval=0.2)
     async with serve(store, settings, with_worker=False) as srv:  # nothing is running
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread = (await client.threads.create())["thread_id"]
         cron = await client.crons.create_for_thread(thread, "steps", schedule=YEARLY)
         await set_cron_due(store, cron["cron_id"], dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
     async with serve(store, settings) as srv:  # a worker is back
-        client = get_client(url=srv.url)
+        client = srv.sdk()
 
         async def fired() -> bool:
             stored = await store.get_cron(cron["cron_id"])

@@ -33,8 +33,8 @@ async def test_two_servers_on_one_database_fire_each_tick_once(
     # the other server, which would be right (into the same run) but not what is counted
     env = {"OUTLAST_WORKER_LEASE_TTL": "10"}
     servers = [start_server(pg_url, tmp_path / f"s{i}.log", **env) for i in (1, 2)]
+    client = get_client(url=servers[0][1])
     try:
-        client = get_client(url=servers[0][1])
         thread = (await client.threads.create())["thread_id"]
         cron = await client.crons.create_for_thread(
             thread, "steps", schedule=EVERY_SECOND, input={"n": 1}
@@ -62,6 +62,7 @@ async def test_two_servers_on_one_database_fire_each_tick_once(
         ticks = [tick for tick, _ in made]
         assert ticks == sorted(set(ticks))
     finally:
+        await client.aclose()
         for proc, _ in servers:
             kill(proc, signal.SIGTERM)
 
@@ -73,8 +74,8 @@ async def test_a_sigkill_between_the_tick_and_its_run_leaves_one_run(
     first, url = start_server(db_url, tmp_path / "s1.log", OUTLAST_FAULTS=point)
     port = int(url.rsplit(":", 1)[1])
     second = None
+    client = get_client(url=url)
     try:
-        client = get_client(url=url)
         thread = (await client.threads.create())["thread_id"]
         cron = await client.crons.create_for_thread(
             thread, "steps", schedule=EVERY_SECOND, input={"n": 1}
@@ -106,6 +107,7 @@ async def test_a_sigkill_between_the_tick_and_its_run_leaves_one_run(
         log = (tmp_path / "s2.log").read_text()
         assert f"tick {tick.at.isoformat()} fired run {at_tick[0].id}" in log
     finally:
+        await client.aclose()
         kill(first, signal.SIGKILL)
         if second is not None:
             kill(second, signal.SIGTERM)

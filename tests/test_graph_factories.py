@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import InternalServerError
 
@@ -152,7 +151,7 @@ def calls(project: Path) -> list[dict[str, Any]]:
 async def served(store: Store, project: Path) -> AsyncIterator[tuple[Server, LangGraphClient]]:
     settings = make_settings(graphs_file=project / "langgraph.json", api_keys=KEYS)
     async with serve(store, settings) as srv:
-        client = get_client(url=srv.url, api_key=ALICE, timeout=30)
+        client = srv.sdk(api_key=ALICE, timeout=30)
         try:
             yield srv, client
         finally:

@@ -17,7 +17,6 @@ from typing import Any
 
 from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import Command
-from langgraph_sdk import get_client
 
 from outlast.api.protocol.cursor import thread_head
 from outlast.store import Store
@@ -84,7 +83,7 @@ async def started_hitl(srv: Server, topic: str = "t") -> tuple[str, str, str]:
 
 async def test_run_start_starts_a_durable_run_every_face_sees(store: Store) -> None:
     async with serve(store) as srv:
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         thread_id = str(uuid.uuid4())  # minted by the client: run.start makes the thread
         async with client.threads.stream(thread_id, assistant_id="lg_chat") as session:
             result = await session.run.start(
@@ -110,7 +109,7 @@ async def test_run_start_starts_a_durable_run_every_face_sees(store: Store) -> N
 async def test_run_start_on_an_interrupted_thread_resumes_its_run(store: Store) -> None:
     async with serve(store) as srv:
         thread_id, run_id, _ = await started_hitl(srv)
-        remote = RemoteGraph("lg_hitl", url=srv.url)
+        remote = RemoteGraph("lg_hitl", client=srv.sdk())
         config: Any = {"configurable": {"thread_id": thread_id}}
         async with await remote.astream_events(
             Command(resume="yes"), config=config, version="v3"
@@ -119,7 +118,7 @@ async def test_run_start_on_an_interrupted_thread_resumes_its_run(store: Store) 
         final = await wait_result(srv.client, run_id)  # the same outlast run went on
         assert final["status"] == "completed"
         assert final["result"]["done"] == "acted on 'yes'"
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         runs = await client.runs.list(thread_id)
         assert {r["run_id"] for r in runs} == {run_id, stretch} and stretch != run_id
 
@@ -175,7 +174,7 @@ async def test_a_retried_command_with_its_idempotency_key_acts_once(store: Store
 async def test_of_concurrent_answers_to_one_interrupt_exactly_one_resumes(store: Store) -> None:
     async with serve(store) as srv:
         thread_id, run_id, interrupt_id = await started_hitl(srv)
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         async with client.threads.stream(thread_id, assistant_id="lg_hitl") as session:
             # what the session learns from the stream's input.requested (another module)
             session.interrupts.append(
@@ -240,7 +239,7 @@ async def test_update_and_goto_are_applied_with_the_resume_in_one_step(store: St
 async def test_a_langgraph_resume_applies_its_update_too(store: Store) -> None:
     async with serve(store) as srv:
         thread_id, run_id, _ = await started_hitl(srv, topic="before")
-        client = get_client(url=srv.url)
+        client = srv.sdk()
         await client.runs.wait(
             thread_id, "lg_hitl", command={"resume": "ok", "update": {"topic": "after"}}
         )

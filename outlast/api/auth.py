@@ -167,6 +167,9 @@ class Authenticate:
         return granted.principal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -202,6 +205,21 @@ class Authenticate:
                     limit="rate_limit",
                 )
                 return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade carries its key in the same headers as any request (a
+        browser's cannot: it goes through a server of its own, as its EventSource does).
+        A refused upgrade is closed before it is accepted, which clients read as 403."""
+        principal = ""
+        if self.keys.enabled:
+            token = _token(scope)
+            found = self.keys.principal_for(token) if token else None
+            if found is None or self.limiter.wait_needed(found) > 0:
+                await send({"type": "websocket.close", "code": 4401 if found is None else 4429})
+                return
+            principal = found
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
 

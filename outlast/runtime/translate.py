@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessageChunk
+from langchain_core.messages import AIMessage, BaseMessageChunk
 
 from outlast import tracing
 from outlast.jsonable import to_jsonable
@@ -39,6 +40,7 @@ class _Pending:
     text: list[str] = field(default_factory=list)
     tool_call_chunks: list[Any] = field(default_factory=list)
     chunks: int = 0
+    last: bool = False  # the message is whole: its model said so, or it came whole
 
 
 def _text(content: Any) -> str:
@@ -171,7 +173,9 @@ class Translator:
             task_id = str((meta or {}).get("langgraph_checkpoint_ns", "")).rsplit(":", 1)[-1]
             self._activity.signal(f"{ns}|{task_id}" if task_id else None, "model")
         if not isinstance(message, BaseMessageChunk):
-            return  # whole messages also arrive as node updates; do not log them twice
+            if _model_reply(message, meta):
+                self._whole(message, meta, ns)
+            return  # a node's own messages arrive as node updates; not logged twice
         key = message.id or "?"
         pending = self._pending.get(key)
         if pending is None:
@@ -180,7 +184,10 @@ class Translator:
         pending.text.append(_text(message.content))
         pending.tool_call_chunks.extend(to_jsonable(getattr(message, "tool_call_chunks", []) or []))
         pending.chunks += 1
-        if self._interval <= 0:
+        if getattr(message, "chunk_position", None) == "last":
+            pending.last = True
+            self.flush_messages()
+        elif self._interval <= 0:
             self.flush_messages()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self._on_timer)
@@ -207,4 +214,41 @@ class Translator:
             }
             if p.tool_call_chunks:
                 data["tool_call_chunks"] = p.tool_call_chunks
+            if p.last:
+                data["last"] = True
             self._sink.put(EventDraft(EventType.MESSAGE_DELTA, data))
+
+    def _whole(self, message: Any, meta: Any, ns: str) -> None:
+        """A model's reply that was not streamed in chunks (a model without streaming, or
+        one called through ``astream_events(version="v3")``, whose content-block events
+        LangGraph's chunk handler does not see): logged as one ``message.delta`` marked
+        ``last``, so the model's output is in the log however the model was called."""
+        self.flush_messages()
+        calls = [
+            {
+                "name": call.get("name"),
+                "args": json.dumps(call.get("args") or {}),
+                "id": call.get("id"),
+                "index": index,
+                "type": "tool_call_chunk",
+            }
+            for index, call in enumerate(getattr(message, "tool_calls", None) or [])
+        ]
+        data: dict[str, Any] = {
+            "id": message.id or "?",
+            "node": (meta or {}).get("langgraph_node"),
+            "ns": ns,
+            "content": _text(message.content),
+            "chunks": 1,
+            "last": True,
+        }
+        if calls:
+            data["tool_call_chunks"] = calls
+        self._sink.put(EventDraft(EventType.MESSAGE_DELTA, data))
+
+
+def _model_reply(message: Any, meta: Any) -> bool:
+    """A whole AI message that a chat model call produced (LangGraph's handler sends it at
+    the model's end when no chunk of it was streamed), not one a node returned: the
+    model's callbacks carry LangChain's ``ls_model_type``, a node's do not."""
+    return isinstance(message, AIMessage) and bool((meta or {}).get("ls_model_type"))

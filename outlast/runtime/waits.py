@@ -37,7 +37,11 @@ def spec_from_interrupt(item: Interrupt) -> WaitSpec:
     typed = value.get(WAIT_KEY) if isinstance(value, dict) else None
     if not isinstance(typed, dict):
         return WaitSpec(
-            interrupt_id=item.id, kind="human", prompt=to_jsonable(value), schema=schema
+            interrupt_id=item.id,
+            kind="human",
+            prompt=to_jsonable(value),
+            schema=schema,
+            value=to_jsonable(value),
         )
     kind = typed.get("kind") if typed.get("kind") in WAIT_KINDS else "human"
     wake_at = None
@@ -60,6 +64,7 @@ def spec_from_interrupt(item: Interrupt) -> WaitSpec:
         has_default=bool(typed.get("has_default", False)),
         default=to_jsonable(typed.get("default")),
         probe=to_jsonable(probe) if isinstance(probe, dict) else None,
+        value=to_jsonable(value),
     )
 
 
@@ -67,5 +72,11 @@ def wait_interrupt(wait: Wait) -> dict[str, Any]:
     """A wait of the runtime's own, shown as the interrupt it stands for: the payload
     outlast's own waits carry (``outlast_wait``), under the wait's interrupt id, which
     ``command.resume`` may name."""
-    typed = {"kind": wait.kind, "object": wait.object, "prompt": wait.prompt}
-    return {"value": {WAIT_KEY: typed}, "id": wait.interrupt_id, "response_schema": wait.schema}
+    value = runtime_payload(wait.kind, wait.object, wait.prompt)
+    return {"value": value, "id": wait.interrupt_id, "response_schema": wait.schema}
+
+
+def runtime_payload(kind: str, object_: Any, prompt: Any) -> dict[str, Any]:
+    """What a wait no interrupt of the graph raised (the runtime's own) asks, in the shape
+    of the payload outlast's own waits carry."""
+    return {WAIT_KEY: {"kind": kind, "object": object_, "prompt": prompt}}

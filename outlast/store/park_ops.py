@@ -85,7 +85,9 @@ async def _open_wait(tx: Tx, run_id: str, spec: WaitSpec, lookback: float) -> li
         lease_grace=float((spec.probe or {}).get("every", 0.0)),
     )
     wait = tx.wait(rows[0])
-    drafts = [EventDraft(EventType.WAIT_STARTED, {"wait": wait.public()})]
+    # the interrupt it stands for, so a client of the log can answer it by its id
+    interrupt = {"id": spec.interrupt_id, "value": spec.value}
+    drafts = [EventDraft(EventType.WAIT_STARTED, {"wait": wait.public(), "interrupt": interrupt})]
     early = await _early_signal(tx, wait, spec, lookback)
     return drafts if early is None else [*drafts, early]
 

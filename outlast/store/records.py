@@ -172,6 +172,9 @@ class WaitSpec:
     has_default: bool = False
     default: Any = None
     probe: dict[str, Any] | None = None
+    # what the interrupt asked, as LangGraph's clients see it (``interrupt(value)``); None
+    # for the runtime's own waits, which no interrupt of the graph raised
+    value: Any = None
 
 
 @dataclass(frozen=True, slots=True)

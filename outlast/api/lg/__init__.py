@@ -67,6 +67,7 @@ def install(app: FastAPI) -> None:
         thread_stream,
         threads,
     )
+    from outlast.api.protocol import socket, stream
 
     modules = (
         system,
@@ -78,5 +79,5 @@ def install(app: FastAPI) -> None:
         runs,
         crons,
     )
-    for module in modules:
+    for module in (*modules, stream, socket):
         app.include_router(module.router)

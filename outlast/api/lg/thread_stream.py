@@ -9,10 +9,8 @@ comes back with the last one gets the rest of that run and every later run.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
@@ -24,8 +22,9 @@ from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.api.lg.access import Unprocessable, thread_or_404
 from outlast.api.lg.follow import requested_modes
+from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.lg.wire import Wire, frame
-from outlast.api.sse import Gap, follow_log
+from outlast.api.sse import Gap
 from outlast.store import Run
 from outlast.store.base import system_assistant_id
 from outlast.vocabulary import Frame
@@ -33,7 +32,6 @@ from outlast.vocabulary import Frame
 router = APIRouter(tags=["langgraph"])
 _CURSOR = re.compile(r"^(\d{1,18})(?:-(\d{1,18}))?$")
 _ALL = {"values", "updates", "messages-tuple", "custom", "tasks", "checkpoints"}
-_IDLE_POLL = 0.5  # a thread with no run in flight is looked at again this often
 
 
 def cursor_of(raw: str | None) -> tuple[int, int] | None:
@@ -78,13 +76,6 @@ async def thread_stream(
     )
 
 
-async def _runs(ctx: AppContext, thread_id: str) -> list[Run]:
-    runs = await ctx.store.list_runs(
-        principal=ctx.principal, thread_id=thread_id, status=None, limit=200, before=None
-    )
-    return sorted(runs, key=lambda r: r.pos)
-
-
 async def _follow_thread(
     ctx: AppContext,
     thread_id: str,
@@ -92,41 +83,37 @@ async def _follow_thread(
     kinds: set[str],
     stopping: Callable[[], bool],
 ) -> AsyncIterator[ServerSentEvent]:
-    deadline = time.monotonic() + ctx.settings.stream_max_seconds
-    runs = await _runs(ctx, thread_id)
     if start is None:  # live: what happens from now on
+        runs = await runs_of(ctx, thread_id)
         start = (runs[-1].pos, runs[-1].last_seq) if runs else (0, 0)
-    pos, seq = start
-    while time.monotonic() < deadline and not stopping():
-        pending = [r for r in await _runs(ctx, thread_id) if (r.pos, r.last_seq) > (pos, seq)]
-        pending = [r for r in pending if r.pos >= pos]
-        if not pending:
-            await asyncio.sleep(_IDLE_POLL)
-            continue
-        for run in pending:
-            after = seq if run.pos == pos else 0
-            async for item in _one_run(
-                ctx, run, after, kinds, deadline - time.monotonic(), stopping
-            ):
-                yield item
-            current = await ctx.store.get_run(run.id)
-            if current is None or not current.terminal:
-                return  # the transport clock or a shutdown: the client resumes from its id
-            pos, seq = run.pos, current.last_seq
-            if "lifecycle" in kinds:
-                done = {"status": "run_done", "run_id": run.id}
-                yield frame("metadata", done, f"{run.pos}-{current.last_seq}")
+    wire: Wire | None = None
+    pos = 0
+    steps = walk_thread(ctx, thread_id, start, ctx.settings.stream_max_seconds, stopping)
+    async with contextlib.aclosing(steps) as items:
+        async for item in items:
+            if isinstance(item, Begin):
+                wire, pos = _wire(item.run, kinds), item.run.pos
+                if item.after == 0 and kinds & {"run_modes", "lifecycle"}:
+                    begun = {"run_id": item.run.id, "attempt": max(item.run.attempts, 1)}
+                    yield frame("metadata", begun, f"{item.run.pos}-0")
+            elif isinstance(item, Done):
+                if "lifecycle" in kinds:
+                    done = {"status": "run_done", "run_id": item.run.id}
+                    yield frame("metadata", done, f"{item.run.pos}-{item.run.last_seq}")
+            elif isinstance(item, Gap):
+                gap = {
+                    "requested_after": item.requested_after,
+                    "oldest_available": item.oldest_available,
+                }
+                yield frame(Frame.GAP, gap, f"{item.run.pos}-{item.resume_at}")
+            elif wire is not None:
+                for fr in wire.frames(item, f"{pos}-{item.seq}"):
+                    if fr.event != "end":  # a thread's stream goes on after each run
+                        yield fr
 
 
-async def _one_run(
-    ctx: AppContext,
-    run: Run,
-    after: int,
-    kinds: set[str],
-    budget: float,
-    stopping: Callable[[], bool],
-) -> AsyncIterator[ServerSentEvent]:
-    wire = Wire(
+def _wire(run: Run, kinds: set[str]) -> Wire:
+    return Wire(
         run_id=run.id,
         thread_id=run.thread_id,
         graph_id=run.graph,
@@ -134,18 +121,3 @@ async def _one_run(
         modes=_ALL if "run_modes" in kinds else set(),
         subgraphs=True,
     )
-    if after == 0 and kinds & {"run_modes", "lifecycle"}:
-        yield frame("metadata", {"run_id": run.id, "attempt": max(run.attempts, 1)}, f"{run.pos}-0")
-    log = follow_log(ctx.store, run.id, after, max(budget, 0.0), stopping)
-    async with contextlib.aclosing(log) as items:
-        async for item in items:
-            if isinstance(item, Gap):
-                gap = {
-                    "requested_after": item.requested_after,
-                    "oldest_available": item.oldest_available,
-                }
-                yield frame(Frame.GAP, gap, f"{run.pos}-{item.resume_at}")
-                continue
-            for fr in wire.frames(item, f"{run.pos}-{item.seq}"):
-                if fr.event != "end":  # a thread's stream goes on after each run
-                    yield fr

@@ -7,8 +7,11 @@ connections, processes and restarts. Runs of a thread execute one at a time in a
 order (``Run.pos``), their logs are durable and ordered (``seq``), and one stored event may
 become several protocol events (``sub``); packing the three into one integer gives that,
 without a per-thread counter on the hot path. The widths keep every cursor below 2**53, so
-JavaScript clients hold it exactly: about a million runs per thread, 134 million events per
-run, 64 protocol events per stored event.
+JavaScript clients hold it exactly: about a million runs per thread, 33 million events per
+run, 255 protocol events per stored event (a step's update can become many: the messages it
+finishes, block by block, and a tool event per call); the last ``sub`` of each stored event,
+``SUB_MAX``, is kept for what the stream says at a place rather than translates there (the
+snapshot after a gap).
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from dataclasses import dataclass
 
 from outlast.store.contract.threads import ThreadStore
 
-_SUB_BITS = 6
-_SEQ_BITS = 27
+_SUB_BITS = 8
+_SEQ_BITS = 25
 _POS_BITS = 20
-_SUB_MAX = (1 << _SUB_BITS) - 1
+SUB_MAX = (1 << _SUB_BITS) - 1
 _SEQ_MAX = (1 << _SEQ_BITS) - 1
 _POS_MAX = (1 << _POS_BITS) - 1
 
@@ -38,8 +41,8 @@ class Position:
     def packed(self) -> int:
         if not (0 <= self.pos <= _POS_MAX and 0 <= self.seq <= _SEQ_MAX):
             raise OverflowError(f"thread stream position {self} is beyond the cursor's range")
-        if not 0 <= self.sub <= _SUB_MAX:
-            raise OverflowError(f"stored event became more than {_SUB_MAX + 1} protocol events")
+        if not 0 <= self.sub <= SUB_MAX:
+            raise OverflowError(f"stored event became more than {SUB_MAX + 1} protocol events")
         return (self.pos << (_SEQ_BITS + _SUB_BITS)) | (self.seq << _SUB_BITS) | self.sub
 
     @classmethod
@@ -49,7 +52,7 @@ class Position:
         return cls(
             pos=cursor >> (_SEQ_BITS + _SUB_BITS),
             seq=(cursor >> _SUB_BITS) & _SEQ_MAX,
-            sub=cursor & _SUB_MAX,
+            sub=cursor & SUB_MAX,
         )
 
 
@@ -62,4 +65,4 @@ async def thread_head(store: ThreadStore, thread_id: str) -> int:
     run = await store.latest_run(thread_id)
     if run is None:
         return 0
-    return Position(run.pos, run.last_seq, _SUB_MAX).packed()
+    return Position(run.pos, run.last_seq, SUB_MAX).packed()

@@ -1,0 +1,83 @@
+"""A thread's runs read one after the other: every stream of a whole thread walks it here.
+
+Runs of a thread execute one at a time, in acceptance order (``Run.pos``), and each has a
+durable, ordered log, so the thread's history is their logs concatenated, and a place in
+it is ``(pos, seq)``. The walk reads each run's log through ``api.sse.follow_log`` (the
+reader every stream shares: replay, then live, with a ``Gap`` where retention pruned what
+the cursor points at), goes on to the next run once a run has ended, and waits for runs
+that start later. The thread's streams differ only in what they make of the items:
+``GET /threads/{t}/stream`` (LangGraph's v1 frames) and the protocol v2 event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+
+from outlast.api.context import AppContext
+from outlast.api.sse import Gap, follow_log
+from outlast.store import Event, Run
+
+_IDLE_POLL = 0.5  # a thread with no run in flight is looked at again this often
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    """The walk reads ``run`` from after ``after`` (0: from its first event)."""
+
+    run: Run
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """``run`` ended and every event of its log was read; the walk goes on to the next."""
+
+    run: Run
+
+
+Step = Begin | Event | Gap | Done
+
+
+async def runs_of(ctx: AppContext, thread_id: str) -> list[Run]:
+    """The thread's runs in acceptance order, seen by the calling principal."""
+    runs = await ctx.store.list_runs(
+        principal=ctx.principal, thread_id=thread_id, status=None, limit=200, before=None
+    )
+    return sorted(runs, key=lambda r: r.pos)
+
+
+async def walk_thread(
+    ctx: AppContext,
+    thread_id: str,
+    start: tuple[int, int],
+    max_seconds: float,
+    stopping: Callable[[], bool],
+) -> AsyncGenerator[Step, None]:
+    """Every event of the thread after ``start`` (``(pos, seq)``), run by run, then live,
+    until the transport clock (``max_seconds``) or a shutdown (``stopping``). A run that has
+    not ended when its log stops (the clock, a shutdown) ends the walk: the client resumes
+    from its cursor."""
+    deadline = time.monotonic() + max_seconds
+    pos, seq = start
+    while time.monotonic() < deadline and not stopping():
+        runs = await runs_of(ctx, thread_id)
+        pending = [r for r in runs if r.pos >= pos and (r.pos, r.last_seq) > (pos, seq)]
+        if not pending:
+            await asyncio.sleep(_IDLE_POLL)
+            continue
+        for run in pending:
+            after = seq if run.pos == pos else 0
+            yield Begin(run, after)
+            log = follow_log(ctx.store, run.id, after, deadline - time.monotonic(), stopping)
+            async with contextlib.aclosing(log) as items:
+                async for item in items:
+                    yield item
+            current = await ctx.store.get_run(run.id)
+            if current is None or not current.terminal:
+                return  # the transport clock or a shutdown: the client resumes from its id
+            pos, seq = run.pos, current.last_seq
+            yield Done(current)
