@@ -15,7 +15,7 @@ from outlast.vocabulary import EventType, RunStatus, WaitKind, WaitStatus
 from tests.store_contract.support import Notes, claimed, events_after, notes_of, shape, status_of
 from tests.util import new_run
 
-WAIT_STARTED = (EventType.WAIT_STARTED, {"wait"})
+WAIT_STARTED = (EventType.WAIT_STARTED, {"wait", "interrupt"})
 WAIT_ENDED = (EventType.WAIT_ENDED, {"wait_id", "kind", "how", "value"})
 RUN_WAITING = (EventType.RUN_WAITING, {"status", "waits", "kinds"})
 RUN_QUEUED = (EventType.RUN_QUEUED, {"status", "reason"})
@@ -39,7 +39,7 @@ async def test_park_records_waits_and_releases_the_run(store: Store, notes: Note
     assert shape(events) == [(EventType.STREAM, {"part"}), WAIT_STARTED, RUN_WAITING]
     assert events[2].data == {"status": RunStatus.WAITING, "waits": 1, "kinds": [WaitKind.HUMAN]}
     (wait,) = await store.list_waits(run.id)
-    assert events[1].data == {"wait": wait.public()}
+    assert events[1].data == {"wait": wait.public(), "interrupt": {"id": "i-1", "value": None}}
     assert wait.status == WaitStatus.OPEN and wait.kind == WaitKind.HUMAN
     assert wait.interrupt_id == "i-1" and wait.prompt == "ok?" and wait.answer is None
     after = await store.get_run(run.id)
