@@ -22,6 +22,9 @@ What each stored event becomes:
 - ``run.cancelled``: ``lifecycle`` ``failed`` with ``error`` and ``cancelled: true``. The
   protocol's clients end a run on ``completed`` or ``failed`` only, and a cancelled run
   produced no output.
+- a subgraph's ``lifecycle`` under its own namespace (``subgraphs.py``): ``started`` before
+  its first part, ``completed`` with its task's update in the parent, ``interrupted`` and
+  ``running`` around a wait, and the run's end for what is still open.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from outlast.api.protocol.messages import MessageEvent, Messages, split_ns
+from outlast.api.protocol.subgraphs import Change, Subgraphs, graph_name
 from outlast.runtime.waits import runtime_payload
 from outlast.store import Event, Run
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
@@ -50,6 +54,7 @@ class RunTranslator:
     def __init__(self, run: Run) -> None:
         self.run = run
         self._messages = Messages()
+        self._subgraphs = Subgraphs()
         self._handlers: dict[str, Callable[[Event], list[Part]]] = {
             EventType.RUN_CREATED: lambda e: [self._lifecycle("started")],
             EventType.RUN_STARTED: self._started,
@@ -70,11 +75,26 @@ class RunTranslator:
 
     def parts(self, event: Event) -> list[Part]:
         handler = self._handlers.get(event.type)
-        return handler(event) if handler is not None else []
+        out: list[Part] = []
+        for part in handler(event) if handler is not None else []:
+            if part.namespace and part.method != "lifecycle":
+                out += self._changes(self._subgraphs.entering(tuple(part.namespace)))
+            out.append(part)
+        return out
 
     def _lifecycle(self, status: str, **extra: Any) -> Part:
         data = {"event": status, "graph_name": self.run.graph, "run_id": self.run.id, **extra}
         return Part("lifecycle", [], data)
+
+    def _changes(self, changes: list[Change]) -> list[Part]:
+        return [
+            Part(
+                "lifecycle",
+                list(ns),
+                {"event": status, "graph_name": graph_name(ns), "run_id": self.run.id, **extra},
+            )
+            for status, ns, extra in changes
+        ]
 
     def _started(self, event: Event) -> list[Part]:
         return [self._lifecycle("running", attempt=event.data.get("attempt"))]
@@ -83,6 +103,8 @@ class RunTranslator:
         data = event.data
         namespace = split_ns(data.get("ns"))
         out = _parts(self._messages.node_done(namespace, data.get("node")))
+        done = self._subgraphs.task_done(tuple(namespace), data.get("node"), data.get("task"))
+        out += self._changes(done)
         update = {"node": data.get("node"), "values": data.get("update")}
         out.append(Part("updates", namespace, update))
         return out + _tools(namespace, data.get("update"))
@@ -90,21 +112,25 @@ class RunTranslator:
     def _waiting(self, event: Event) -> list[Part]:
         out = _parts(self._messages.stop(None))
         if set(event.data.get("kinds") or ["human"]) & ANSWERABLE_KINDS:
+            out += self._changes(self._subgraphs.parked())
             out.append(self._lifecycle("interrupted"))
         return out
 
     def _completed(self, event: Event) -> list[Part]:
-        return [*_parts(self._messages.stop(None)), self._lifecycle("completed")]
+        ended = self._changes(self._subgraphs.ended("completed"))
+        return [*_parts(self._messages.stop(None)), *ended, self._lifecycle("completed")]
 
     def _failed(self, event: Event) -> list[Part]:
         error = event.data.get("error") or {}
         text = f"{error.get('type', 'Error')}: {error.get('message', '')}".rstrip(": ")
-        return [*_parts(self._messages.stop(text)), self._lifecycle("failed", error=text)]
+        ended = self._changes(self._subgraphs.ended("failed", error=text))
+        return [*_parts(self._messages.stop(text)), *ended, self._lifecycle("failed", error=text)]
 
     def _cancelled(self, event: Event) -> list[Part]:
         text = f"cancelled: {event.data.get('reason') or 'cancel requested'}"
+        inside = self._changes(self._subgraphs.ended("failed", error=text, cancelled=True))
         ended = self._lifecycle("failed", error=text, cancelled=True)
-        return [*_parts(self._messages.stop(text)), ended]
+        return [*_parts(self._messages.stop(text)), *inside, ended]
 
 
 def _parts(events: list[MessageEvent]) -> list[Part]:
