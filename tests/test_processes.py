@@ -114,6 +114,8 @@ async def test_a_child_serves_the_inherited_socket_as_tcp_without_nagle(
     parent = processes.bind("127.0.0.1", 0)
     monkeypatch.setenv(processes.FD_ENV, str(parent.fileno()))
     sock = processes.inherited_socket()
+    # one descriptor, now owned by ``sock`` (as in a child, which has no ``parent``)
+    parent.detach()
     assert sock is not None and sock.family == socket.AF_INET
     seen: list[int] = []
 
@@ -127,6 +129,7 @@ async def test_a_child_serves_the_inherited_socket_as_tcp_without_nagle(
         _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
         await eventually(lambda: bool(seen))
         writer.close()
+        await writer.wait_closed()
     finally:
         server.close()
         await server.wait_closed()
