@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from outlast.store import Lease, LgRun, RunStatus, WaitSpec
+from outlast.store.crons import CronQuery
 from outlast.store.sqlite import SqliteStore
 from outlast.vocabulary import WaitKind, WaitStatus
 from tests.harness import open_sqlite
@@ -170,11 +171,11 @@ async def _cron(s: SqliteStore, w: World) -> bool:
 
 
 async def _search_crons(s: SqliteStore, w: World) -> bool:
-    return [c.cron_id for c in await s.search_crons()] == [w.cron_id]
+    return [c.cron_id for c in await s.search_crons(CronQuery())] == [w.cron_id]
 
 
 async def _count_crons(s: SqliteStore, w: World) -> bool:
-    return await s.count_crons() == 1
+    return await s.count_crons(CronQuery()) == 1
 
 
 async def _next_cron_in(s: SqliteStore, w: World) -> bool:

@@ -19,16 +19,16 @@ most ``cron_interval``; a cron made or changed anywhere wakes it (``CRONS``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from outlast.config import Settings
 from outlast.errors import OutlastError
 from outlast.runtime import faults, metrics
+from outlast.runtime.due import serve_due
 from outlast.store import CronStore
 from outlast.store.crons import Tick
-from outlast.store.hub import CRONS, wait_for
+from outlast.store.hub import CRONS
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +45,16 @@ class CronScheduler:
         self.fire = fire
 
     async def run(self) -> None:
-        with self.store.hub.watch(CRONS) as changed:
-            while True:
-                changed.clear()
-                try:
-                    ticks = await self.store.claim_crons(_BATCH, self.settings.worker_lease_ttl)
-                    await asyncio.gather(*(self._fire(t) for t in ticks))
-                    if len(ticks) == _BATCH:
-                        continue
-                    nap = await self.store.next_cron_in()
-                except Exception as exc:  # the database may be down: keep going
-                    log.warning("cron scheduler failed: %s", exc)
-                    nap = None
-                cap = self.settings.cron_interval
-                delay = cap if nap is None else min(max(nap, 0.01), cap)
-                # a cron made or changed meanwhile may be due sooner: its notice wakes us
-                await wait_for(changed, delay)
+        await serve_due(
+            "cron scheduler",
+            self.store.hub,
+            CRONS,  # a cron made or changed anywhere may be due sooner
+            lambda batch: self.store.claim_crons(batch, self.settings.worker_lease_ttl),
+            self._fire,
+            self.store.next_cron_in,
+            lambda: self.settings.cron_interval,
+            _BATCH,
+        )
 
     async def _fire(self, tick: Tick) -> None:
         cron, at = tick.cron.cron_id, tick.at.isoformat()

@@ -16,8 +16,9 @@ from outlast.config import Settings
 from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
 from outlast.nodes.waits import ProbeResult
+from outlast.runtime.due import serve_due
 from outlast.store import Wait, WaitStore
-from outlast.store.hub import WAITS, wait_for
+from outlast.store.hub import WAITS
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +44,16 @@ class Waker:
         self.settings = settings
 
     async def run(self) -> None:
-        with self.store.hub.watch(WAITS) as parked:
-            while True:
-                parked.clear()
-                try:
-                    due = await self.store.due_waits(_BATCH, hold=self._hold())
-                    await asyncio.gather(*(self._handle(w) for w in due))
-                    if len(due) == _BATCH:
-                        continue
-                    nap = await self.store.next_due_in()
-                except Exception as exc:  # the database may be down: keep going
-                    log.warning("waker failed: %s", exc)
-                    nap = None
-                cap = self.settings.waker_interval
-                delay = cap if nap is None else min(max(nap, 0.01), cap)
-                # a newly parked wait may be due sooner than the nap: its notice wakes us
-                await wait_for(parked, delay)
+        await serve_due(
+            "waker",
+            self.store.hub,
+            WAITS,  # a newly parked wait may be due sooner than the nap
+            lambda batch: self.store.due_waits(batch, hold=self._hold()),
+            self._handle,
+            self.store.next_due_in,
+            lambda: self.settings.waker_interval,
+            _BATCH,
+        )
 
     def _hold(self) -> float:
         return max(30.0, self.settings.probe_timeout * 2)

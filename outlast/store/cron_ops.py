@@ -22,6 +22,7 @@ from outlast.store.crons import (
     UPDATABLE,
     Cron,
     CronNotFound,
+    CronQuery,
     NewCron,
     Tick,
 )
@@ -55,20 +56,13 @@ def _cron(tx: Tx, row: Mapping[str, Any]) -> Cron:
     )
 
 
-def _filters(
-    tx: Tx,
-    principal: str,
-    assistant_id: str | None,
-    thread_id: str | None,
-    enabled: bool | None,
-    metadata: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+def _filters(tx: Tx, q: CronQuery) -> dict[str, Any]:
     return {
-        "principal": principal,
-        "assistant_id": assistant_id,
-        "thread_id": thread_id,
-        "enabled": enabled,
-        "metadata": tx.encode_json(dict(metadata)) if metadata else None,
+        "principal": q.principal,
+        "assistant_id": q.assistant_id,
+        "thread_id": q.thread_id,
+        "enabled": q.enabled,
+        "metadata": tx.encode_json(dict(q.metadata)) if q.metadata else None,
     }
 
 
@@ -157,12 +151,8 @@ class CronOps(TxProvider):
 
     async def search_crons(
         self,
+        query: CronQuery,
         *,
-        principal: str = "",
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        enabled: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         sort_by: str = "created_at",
@@ -173,7 +163,7 @@ class CronOps(TxProvider):
         async with self._reading() as tx:
             rows = await tx.rows(
                 "cron_search",
-                **_filters(tx, principal, assistant_id, thread_id, enabled, metadata),
+                **_filters(tx, query),
                 sort_by=sort_by,
                 desc=sort_order == "desc",
                 limit=limit,
@@ -181,18 +171,9 @@ class CronOps(TxProvider):
             )
             return [_cron(tx, r) for r in rows]
 
-    async def count_crons(
-        self,
-        *,
-        principal: str = "",
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        enabled: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> int:
+    async def count_crons(self, query: CronQuery) -> int:
         async with self._reading() as tx:
-            where = _filters(tx, principal, assistant_id, thread_id, enabled, metadata)
-            return int((await tx.rows("cron_count", **where))[0]["n"])
+            return int((await tx.rows("cron_count", **_filters(tx, query)))[0]["n"])
 
     # -- the scheduler's side ------------------------------------------------------------
 

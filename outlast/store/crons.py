@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,18 @@ class NewCron:
     enabled: bool = True
     end_time: dt.datetime | None = None
     on_run_completed: str | None = None  # stateless: "delete" (the default) or "keep"
+
+
+@dataclass(frozen=True, slots=True)
+class CronQuery:
+    """Which of a principal's crons a search or a count means: every given field must
+    match; ``metadata`` matches when every given key has exactly the given value."""
+
+    principal: str = ""
+    assistant_id: str | None = None
+    thread_id: str | None = None
+    enabled: bool | None = None
+    metadata: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

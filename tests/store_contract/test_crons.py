@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from outlast.store import Store, schedule
-from outlast.store.crons import CronNotFound
+from outlast.store.crons import CronNotFound, CronQuery
 from outlast.store.hub import CRONS
 from tests.store_contract.support import Notes
 from tests.util import new_cron, set_cron_due
@@ -104,34 +104,37 @@ async def test_search_and_count_filter_sort_and_page(store: Store) -> None:
         new_cron(principal="alice", thread_id="t-search", assistant_id="other", enabled=False)
     )
     await store.create_cron(new_cron(principal="bob"))
-    mine = await store.search_crons(principal="alice", limit=100, sort_order="asc")
+    mine = await store.search_crons(CronQuery(principal="alice"), limit=100, sort_order="asc")
     assert {c.cron_id for c in mine} == {c.cron_id for c in [*made, on_thread]}
     times = [c.created_at for c in mine]  # SQLite's clock ticks in ms: ties by id
     assert times == sorted(times)
     ids = sorted(c.cron_id for c in mine)
-    by_id = await store.search_crons(principal="alice", limit=100, sort_by="cron_id")
+    by_id = await store.search_crons(CronQuery(principal="alice"), limit=100, sort_by="cron_id")
     assert [c.cron_id for c in by_id] == ids[::-1]
     page = await store.search_crons(
-        principal="alice", limit=2, offset=2, sort_by="cron_id", sort_order="asc"
+        CronQuery(principal="alice"), limit=2, offset=2, sort_by="cron_id", sort_order="asc"
     )
     assert [c.cron_id for c in page] == ids[2:4]
     # the disabled one has no next tick: last either way
-    by_next = await store.search_crons(principal="alice", limit=100, sort_by="next_run_date")
+    by_next = await store.search_crons(
+        CronQuery(principal="alice"), limit=100, sort_by="next_run_date"
+    )
     assert by_next[-1].cron_id == on_thread.cron_id
-    even = await store.search_crons(principal="alice", metadata={"even": True})
+    even = await store.search_crons(CronQuery(principal="alice", metadata={"even": True}))
     assert {c.cron_id for c in even} == {made[0].cron_id, made[2].cron_id}
-    assert await store.count_crons(principal="alice", metadata={"even": True}) == 2
-    assert await store.count_crons(principal="alice", metadata={"i": "1"}) == 0  # typed
+    assert await store.count_crons(CronQuery(principal="alice", metadata={"even": True})) == 2
+    assert await store.count_crons(CronQuery(principal="alice", metadata={"i": "1"})) == 0  # typed
     assert [
-        c.cron_id for c in await store.search_crons(principal="alice", thread_id="t-search")
+        c.cron_id
+        for c in await store.search_crons(CronQuery(principal="alice", thread_id="t-search"))
     ] == [on_thread.cron_id]
-    assert await store.count_crons(principal="alice", assistant_id="other") == 1
-    assert await store.count_crons(principal="alice", enabled=True) == 4
-    assert await store.count_crons(principal="alice", enabled=False) == 1
-    assert await store.count_crons(principal="alice") == 5
-    assert await store.count_crons(principal="bob") == 1
+    assert await store.count_crons(CronQuery(principal="alice", assistant_id="other")) == 1
+    assert await store.count_crons(CronQuery(principal="alice", enabled=True)) == 4
+    assert await store.count_crons(CronQuery(principal="alice", enabled=False)) == 1
+    assert await store.count_crons(CronQuery(principal="alice")) == 5
+    assert await store.count_crons(CronQuery(principal="bob")) == 1
     with pytest.raises(ValueError):
-        await store.search_crons(principal="alice", sort_by="schedule")
+        await store.search_crons(CronQuery(principal="alice"), sort_by="schedule")
 
 
 async def test_ticks_missed_fire_once_for_the_latest_then_the_schedule_resumes(

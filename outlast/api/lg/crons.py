@@ -12,6 +12,7 @@ assistant 422, another principal's thread or cron 404.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import uuid
 from typing import Annotated, Any, Literal
@@ -27,7 +28,7 @@ from outlast.api.lg.assistants import InvalidAssistant, resolve_assistant
 from outlast.api.lg.cron_runs import RUN_FIELDS, run_request
 from outlast.api.lg.schemas import Offset, RunCreate, _Lenient
 from outlast.store import schedule
-from outlast.store.crons import Cron, CronNotFound, NewCron
+from outlast.store.crons import Cron, CronNotFound, CronQuery, NewCron
 
 router = APIRouter(tags=["langgraph"])
 ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
@@ -205,14 +206,14 @@ async def create(request: Request, body: CronCreate) -> dict[str, Any]:
     return await _made(ctx_of(request), None, body)
 
 
-async def _assistant_filter(ctx: AppContext, assistant_id: str | None) -> str | None:
-    """A graph name stands for its system assistant; an unknown id matches nothing."""
-    if assistant_id is None:
-        return None
-    try:
-        return (await resolve_assistant(ctx, assistant_id)).assistant_id
-    except InvalidAssistant:
-        return assistant_id
+async def _query(ctx: AppContext, q: CronCount) -> CronQuery:
+    """The caller's crons the filter means. A graph name stands for its system
+    assistant; an unknown assistant id matches nothing."""
+    assistant_id = q.assistant_id
+    if assistant_id is not None:
+        with contextlib.suppress(InvalidAssistant):
+            assistant_id = (await resolve_assistant(ctx, assistant_id)).assistant_id
+    return CronQuery(ctx.principal, assistant_id, q.thread_id, q.enabled, q.metadata)
 
 
 @router.post("/runs/crons/search")
@@ -222,17 +223,11 @@ async def search(
     """The caller's crons, one page; ``X-Pagination-Total`` counts every match."""
     ctx = ctx_of(request)
     q = body or CronSearch()
-    where: dict[str, Any] = {
-        "principal": ctx.principal,
-        "assistant_id": await _assistant_filter(ctx, q.assistant_id),
-        "thread_id": q.thread_id,
-        "enabled": q.enabled,
-        "metadata": q.metadata,
-    }
+    where = await _query(ctx, q)
     found = await ctx.store.search_crons(
-        **where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
+        where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
     )
-    total = await ctx.store.count_crons(**where)
+    total = await ctx.store.count_crons(where)
     response.headers["X-Pagination-Total"] = str(total)
     if q.offset + len(found) < total:
         response.headers["X-Pagination-Next"] = str(q.offset + len(found))
@@ -246,14 +241,7 @@ async def search(
 @router.post("/runs/crons/count")
 async def count(request: Request, body: Annotated[CronCount | None, Body()] = None) -> int:
     ctx = ctx_of(request)
-    q = body or CronCount()
-    return await ctx.store.count_crons(
-        principal=ctx.principal,
-        assistant_id=await _assistant_filter(ctx, q.assistant_id),
-        thread_id=q.thread_id,
-        enabled=q.enabled,
-        metadata=q.metadata,
-    )
+    return await ctx.store.count_crons(await _query(ctx, body or CronCount()))
 
 
 @router.patch("/runs/crons/{cron_id}")

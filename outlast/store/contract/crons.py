@@ -20,7 +20,7 @@ import abc
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from outlast.store.crons import Cron, NewCron, Tick
+from outlast.store.crons import Cron, CronQuery, NewCron, Tick
 from outlast.store.hub import Notifying
 
 
@@ -54,31 +54,18 @@ class CronStore(Notifying, Protocol):
     @abc.abstractmethod
     async def search_crons(
         self,
+        query: CronQuery,
         *,
-        principal: str = "",
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        enabled: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         sort_by: str = "created_at",
         sort_order: str = "desc",
     ) -> list[Cron]:
-        """One page of the principal's crons. Metadata matches when every given key has
-        exactly the given value; ``sort_by`` is one of ``crons.SORT_FIELDS`` (ties by
-        id, ascending)."""
+        """One page of the crons ``query`` means; ``sort_by`` is one of
+        ``crons.SORT_FIELDS`` (ties by id, ascending)."""
 
     @abc.abstractmethod
-    async def count_crons(
-        self,
-        *,
-        principal: str = "",
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        enabled: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> int:
+    async def count_crons(self, query: CronQuery) -> int:
         """How many of the principal's crons ``search_crons`` would find."""
 
     @abc.abstractmethod
