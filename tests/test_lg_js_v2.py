@@ -18,7 +18,7 @@ import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -102,9 +102,11 @@ async def open_chat(page: Any, origin: str, api_url: str, **configurable: Any) -
 
 
 async def thread_of(page: Any) -> str:
-    thread = dict(p.split("=", 1) for p in urlsplit(page.url).query.split("&")).get("threadId")
-    assert thread, f"the hook named no thread: {page.url}"
-    return thread
+    """The thread the hook named (the page keeps it in its URL)."""
+    url: str = page.url
+    threads = parse_qs(urlsplit(url).query).get("threadId") or [""]
+    assert threads[0], f"the hook named no thread: {page.url}"
+    return threads[0]
 
 
 async def test_use_stream_v2_streams_tokens(page: Any, page_origin: str, api: str) -> None:
