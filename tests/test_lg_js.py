@@ -22,6 +22,7 @@ import pytest
 
 from tests.browser import PAGE_WAIT, headless_page
 from tests.lg_js_support import (
+    AI,
     JS,
     Traffic,
     ai_texts,
@@ -251,7 +252,7 @@ async def check_chat_page(page: Any, origin: str, api_url: str) -> None:
     await page.goto(page_url(origin, api_url, "lg_chat", configurable={"delay": 0.15}))
     await page.wait_for_selector("[data-testid=status]")
     await send(page, "hi")
-    ai = "[data-testid=message][data-type=ai]"
+    ai = AI
     await until(page, traffic, "the AI message", page.wait_for_selector(ai, timeout=PAGE_WAIT))
     await shot(page, "lg-js-chat", "streaming")
     await until(page, traffic, "the whole reply", wait_text(page, ai, CHAT_REPLY))
@@ -347,7 +348,7 @@ async def check_rejoin_page(page: Any, origin: str, api_url: str) -> None:
     mark = len(traffic.requests)
     await page.reload()
     assert f"threadId={thread}" in page.url
-    ai = "[data-testid=message][data-type=ai]"
+    ai = AI
     await until(page, traffic, "the whole reply after the reload", wait_text(page, ai, expected))
     await until(page, traffic, "the end of the rejoined run", wait_idle(page))
     await shot(page, "lg-js-rejoin", "after-reload")

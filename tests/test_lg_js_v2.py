@@ -13,6 +13,7 @@ screenshots land in ``.artifacts/console/lg-js-v2-*``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 from collections.abc import AsyncIterator, Iterator
@@ -86,6 +87,22 @@ def check_v2_only(calls: list[dict[str, Any]], thread: str) -> None:
     assert not legacy, f"the v2 hook used the legacy run endpoints: {legacy}"
 
 
+async def texts_by_message(page: Any) -> dict[str, list[str]]:
+    """Every distinct text each AI message showed, by message id, in order."""
+    texts: dict[str, list[str]] = await page.evaluate("window.__textsById")
+    return texts
+
+
+def check_growth(by_id: dict[str, list[str]]) -> None:
+    """Each AI message only ever grew, each text extending the one before: a word delivered
+    twice (a replay the hook could not recognise) or lost would break the chain."""
+    for message, texts in by_id.items():
+        for before, after in itertools.pairwise(texts):
+            assert after.startswith(before) and after != before, (
+                f"message {message} went from {before!r} to {after!r}: {texts}"
+            )
+
+
 def check_one_reply(texts: list[str], expected: str) -> None:
     """Every text shown was a prefix of the reply (no word repeated or out of order) and it
     ended with the whole reply."""
@@ -123,6 +140,7 @@ async def test_use_stream_v2_streams_tokens(page: Any, page_origin: str, api: st
     assert await message_rows(page) == [("human", "hi"), ("ai", CHAT_REPLY)]
     texts = await ai_texts(page)
     check_one_reply(texts, CHAT_REPLY)
+    check_growth(await texts_by_message(page))
     assert len(texts) >= 3, f"the reply should appear token by token, not at once: {texts}"
 
     thread = await thread_of(page)
@@ -208,6 +226,7 @@ async def check_slow_reply(page: Any, traffic: Traffic, what: str) -> list[str]:
     rows = await message_rows(page)
     assert rows == [("human", "slow"), ("ai", SLOW_REPLY)], f"{rows}; texts shown: {texts}"
     check_one_reply(texts, SLOW_REPLY)
+    check_growth(await texts_by_message(page))
     assert (await page.inner_text(AI)).split() == SLOW_REPLY.split()
     return texts
 
@@ -259,7 +278,10 @@ async def test_use_stream_v2_survives_a_sigkill_of_the_server(
 
         texts = await ai_texts(page)
         assert all(SLOW_REPLY.startswith(t) for t in texts), f"a word repeated: {texts}"
-        assert len(texts) > 3, f"the reply should stream after the restart too: {texts}"
+        by_id = await texts_by_message(page)
+        check_growth(by_id)
+        streamed = [t for t in by_id.values() if t[-1] == SLOW_REPLY]
+        assert len(streamed) == 1 and len(streamed[0]) > 3, f"the retried reply streams: {by_id}"
         rows = await message_rows(page)
         assert rows[0] == ("human", "slow"), rows
         whole = [text for kind, text in rows if kind == "ai" and text == SLOW_REPLY]

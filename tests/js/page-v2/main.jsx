@@ -11,6 +11,7 @@
 //                 hydrates that thread and rejoins its run in flight
 //
 // For the tests: window.__aiTexts records every distinct text the last AI message showed,
+// window.__textsById every distinct text each AI message showed (by message id),
 // window.__created every run the hook reported as created, window.__completed every run
 // end it reported, window.__reconnects the stream reconnections it made.
 import { useStream } from "@langchain/react";
@@ -24,6 +25,7 @@ const field = params.get("field") ?? "messages";
 const configurable = params.get("configurable") ? JSON.parse(params.get("configurable")) : null;
 
 window.__aiTexts = [];
+window.__textsById = {};
 window.__created = [];
 window.__completed = [];
 window.__reconnects = [];
@@ -77,6 +79,15 @@ function App() {
     const seen = window.__aiTexts;
     if (lastAiText != null && seen[seen.length - 1] !== lastAiText) seen.push(lastAiText);
   }, [lastAiText]);
+
+  useEffect(() => {
+    for (const m of messages) {
+      if (typeOf(m) !== "ai") continue;
+      const seen = (window.__textsById[m.id ?? "?"] ??= []);
+      const text = textOf(m);
+      if (seen[seen.length - 1] !== text) seen.push(text);
+    }
+  }, [messages]);
 
   const fail = (err) => setError(String(err?.message ?? err));
 
