@@ -6,134 +6,60 @@ The page is served from another origin than the API, so CORS is part of the test
 can only learn the run it created (and so rejoin it after a reload) when the server exposes
 ``Content-Location``, and it can only send ``Last-Event-ID`` when the preflight allows it.
 
-``npm ci`` runs once per lock file (a stamp in ``node_modules`` remembers it) and the page is
-built once per source change, both under a file lock so parallel workers share them. Without
-Node (or without Chromium, for the page tests) the tests skip, unless
-``OUTLAST_REQUIRE_BROWSER=1`` or ``OUTLAST_REQUIRE_NODE=1``: then they fail.
-Screenshots land in ``.artifacts/console/lg-js-*``.
+How Node, ``npm ci``, the page build and the servers are set up is in
+``tests/lg_js_support.py``. Screenshots land in ``.artifacts/console/lg-js-*``.
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
-import hashlib
-import http.server
 import json
-import os
 import re
-import shutil
-import signal
 import subprocess
-import threading
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.browser import PAGE_WAIT, headless_page, screenshot_path
-from tests.procs import kill, start_server
+from tests.browser import PAGE_WAIT, headless_page
+from tests.lg_js_support import (
+    AI,
+    JS,
+    Traffic,
+    ai_texts,
+    message_rows,
+    page_server,
+    page_url,
+    prepare_js,
+    send,
+    serving,
+    shot,
+    until,
+    wait_idle,
+    wait_text,
+)
 
 pytestmark = pytest.mark.slow
 
-JS = Path(__file__).parent / "js"
-LOCK = JS / "package-lock.json"
-PAGE = JS / "page"
-DIST = PAGE / "dist"
 CHAT_REPLY = "echo(hi) w0 w1 w2 w3 w4 w5"  # lg_chat's reply to "hi" with the default 6 words
 PLAN_QUESTION = {"question": "Approve the plan?", "plan": "plan for x"}
 
 
-# --- Node, npm ci and the page build ----------------------------------------------------
-
-
-def _required() -> bool:
-    return "1" in (
-        os.environ.get("OUTLAST_REQUIRE_NODE"),
-        os.environ.get("OUTLAST_REQUIRE_BROWSER"),
-    )
-
-
-def _digest(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            h.update(str(file.relative_to(JS)).encode())
-            h.update(file.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _run(command: list[str], what: str, timeout: float) -> None:
-    try:
-        done = subprocess.run(
-            command, cwd=JS, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"{what} took over {timeout}s: {exc.stdout}\n{exc.stderr}") from None
-    assert done.returncode == 0, f"{what} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-
-
-@functools.cache
-def _prepare_js() -> str:
-    """``npm ci`` when node_modules does not match the lock, the page build when its sources
-    changed; returns the path of ``node``."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        message = "no Node.js/npm on this machine; install Node 20+ (apt-get install -y nodejs npm)"
-        if _required():
-            pytest.fail(message)
-        pytest.skip(message)
-    with (JS / ".install.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers wait for the first one
-        installed = JS / "node_modules" / f".outlast-lock-{_digest(LOCK)}"
-        if not installed.exists():
-            _run([npm, "ci", "--no-audit", "--no-fund"], "npm ci in tests/js", timeout=300)
-            installed.touch()
-        sources = _digest(LOCK, JS / "vite.config.mjs", PAGE / "index.html", PAGE / "main.jsx")
-        built = DIST / f".outlast-build-{sources}"
-        if not built.exists():
-            _run([node, "node_modules/.bin/vite", "build"], "vite build of tests/js/page", 120)
-            built.touch()
-    return node
-
-
 @pytest.fixture(scope="module")
 def node() -> str:
-    return _prepare_js()
+    return prepare_js("page")
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``outlast serve`` on SQLite with tests/langgraph.json (lg_chat, lg_hitl)."""
-    folder = tmp_path_factory.mktemp("lg_js")
-    log = folder / "server.log"
-    proc, url = start_server(f"sqlite:///{folder / 'outlast.db'}", log)
-    try:
+    with serving(tmp_path_factory.mktemp("lg_js")) as url:
         yield url
-    finally:
-        kill(proc, signal.SIGTERM)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def page_origin(node: str) -> Iterator[str]:
-    """The built page on its own port: another origin than the API."""
-    handler = functools.partial(_Quiet, directory=str(DIST))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with page_server("page") as origin:
+        yield origin
 
 
 # --- The SDK's Client from Node -----------------------------------------------------------
@@ -312,100 +238,10 @@ def test_js_client_interrupts_and_resumes(client_run: dict[str, Any]) -> None:
 # --- useStream in Chromium ----------------------------------------------------------------
 
 
-class Traffic:
-    """What the page asked the API (Playwright sees every request, preflights excluded)."""
-
-    def __init__(self, api_url: str) -> None:
-        self.api = urlsplit(api_url).netloc
-        self.requests: list[Any] = []
-
-    def record(self, request: Any) -> None:
-        if urlsplit(request.url).netloc == self.api and request.method != "OPTIONS":
-            self.requests.append(request)
-
-    async def calls(self, since: int = 0) -> list[dict[str, Any]]:
-        out = []
-        for r in self.requests[since:]:
-            headers = await r.all_headers()
-            out.append(
-                {
-                    "method": r.method,
-                    "path": urlsplit(r.url).path,
-                    "query": urlsplit(r.url).query,
-                    "last_event_id": headers.get("last-event-id"),
-                    "body": json.loads(r.post_data) if r.post_data else None,
-                }
-            )
-        return out
-
-
-async def until(page: Any, traffic: Traffic, what: str, waiting: Any) -> None:
-    """Awaits a Playwright wait; on its time-out, fails with what the page showed and asked."""
-    from playwright.async_api import TimeoutError as PlaywrightTimeout
-
-    try:
-        await waiting
-    except PlaywrightTimeout:
-        shown = await page.evaluate(
-            "() => ({status: document.querySelector('[data-testid=status]')?.textContent,"
-            " error: document.querySelector('[data-testid=error]')?.textContent,"
-            " messages: [...document.querySelectorAll('[data-testid=message]')]"
-            ".map(m => m.textContent)})"
-        )
-        calls = [(c["method"], c["path"], c["last_event_id"]) for c in await traffic.calls()]
-        raise AssertionError(
-            f"timed out waiting for {what}; the page: {shown}; its calls: {calls}"
-        ) from None
-
-
 @pytest.fixture
 async def browser_page(page_origin: str) -> AsyncIterator[Any]:
     async with headless_page(1000, 800) as page:
         yield page
-
-
-def page_url(origin: str, api_url: str, assistant: str, **extra: Any) -> str:
-    query = {"apiUrl": api_url, "assistantId": assistant}
-    query.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
-    return f"{origin}/index.html?{urlencode(query)}"
-
-
-async def shot(page: Any, test: str, moment: str) -> None:
-    await page.screenshot(path=str(screenshot_path(f"lg-js-{test}", moment)), full_page=True)
-
-
-async def ai_texts(page: Any) -> list[str]:
-    texts: list[str] = await page.evaluate("window.__aiTexts")
-    return texts
-
-
-async def message_rows(page: Any) -> list[tuple[str, str]]:
-    rows: list[list[str]] = await page.eval_on_selector_all(
-        "[data-testid=message]",
-        "rows => rows.map(r => [r.dataset.type,"
-        " r.querySelector('[data-testid=message-text]').textContent])",
-    )
-    return [(t, text) for t, text in rows]
-
-
-async def wait_idle(page: Any, timeout: float = PAGE_WAIT) -> None:
-    await page.wait_for_function(
-        "document.querySelector('[data-testid=loading]')?.textContent === 'false'",
-        timeout=timeout,
-    )
-
-
-async def send(page: Any, text: str) -> None:
-    await page.fill("[data-testid=input]", text)
-    await page.click("[data-testid=submit]")
-
-
-async def wait_text(page: Any, selector: str, text: str, timeout: float = PAGE_WAIT) -> None:
-    await page.wait_for_function(
-        "([sel, text]) => [...document.querySelectorAll(sel)].some(e => e.textContent === text)",
-        arg=[selector, text],
-        timeout=timeout,
-    )
 
 
 async def check_chat_page(page: Any, origin: str, api_url: str) -> None:
@@ -416,12 +252,12 @@ async def check_chat_page(page: Any, origin: str, api_url: str) -> None:
     await page.goto(page_url(origin, api_url, "lg_chat", configurable={"delay": 0.15}))
     await page.wait_for_selector("[data-testid=status]")
     await send(page, "hi")
-    ai = "[data-testid=message][data-type=ai]"
+    ai = AI
     await until(page, traffic, "the AI message", page.wait_for_selector(ai, timeout=PAGE_WAIT))
-    await shot(page, "chat", "streaming")
+    await shot(page, "lg-js-chat", "streaming")
     await until(page, traffic, "the whole reply", wait_text(page, ai, CHAT_REPLY))
     await until(page, traffic, "the end of the run", wait_idle(page))
-    await shot(page, "chat", "final")
+    await shot(page, "lg-js-chat", "final")
 
     assert await message_rows(page) == [("human", "hi"), ("ai", CHAT_REPLY)]
     texts = await ai_texts(page)
@@ -459,7 +295,7 @@ async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
     shown = json.loads(await page.inner_text("[data-testid=interrupt-value]"))
     assert shown == PLAN_QUESTION
     assert "interrupted" in await page.inner_text("[data-testid=status]")
-    await shot(page, "hitl", "interrupt")
+    await shot(page, "lg-js-hitl", "interrupt")
 
     await page.click("[data-testid=approve]")
     done = page.wait_for_function(
@@ -470,7 +306,7 @@ async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
     await until(page, traffic, "the plan acted on", done)
     await until(page, traffic, "the end of the resumed run", wait_idle(page))
     await page.wait_for_selector("[data-testid=interrupt]", state="detached")
-    await shot(page, "hitl", "final")
+    await shot(page, "lg-js-hitl", "final")
     values = json.loads(await page.inner_text("[data-testid=values]"))
     assert values == {
         "topic": "x",
@@ -507,15 +343,15 @@ async def check_rejoin_page(page: Any, origin: str, api_url: str) -> None:
     assert stored == run, "reconnectOnMount remembers the run in sessionStorage"
     before = (await ai_texts(page))[-1]
     assert before != expected and expected.startswith(before), before
-    await shot(page, "rejoin", "before-reload")
+    await shot(page, "lg-js-rejoin", "before-reload")
 
     mark = len(traffic.requests)
     await page.reload()
     assert f"threadId={thread}" in page.url
-    ai = "[data-testid=message][data-type=ai]"
+    ai = AI
     await until(page, traffic, "the whole reply after the reload", wait_text(page, ai, expected))
     await until(page, traffic, "the end of the rejoined run", wait_idle(page))
-    await shot(page, "rejoin", "after-reload")
+    await shot(page, "lg-js-rejoin", "after-reload")
 
     after = await ai_texts(page)  # the page's window is new: only post-reload renders
     assert after[-1] == expected
