@@ -17,7 +17,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from langgraph_sdk.stream.transport.http import ProtocolSseTransport
@@ -77,7 +77,7 @@ class Reader:
     async def _pump(self) -> None:
         try:
             async for frame in self.handle.events:
-                self.frames.append((time.time(), frame))
+                self.frames.append((time.time(), cast(Frame, frame)))
                 self._changed.set()
         finally:
             self.ended = True
@@ -169,7 +169,9 @@ async def first_event(http: httpx.AsyncClient, sdk: Any, kind: str) -> dict[str,
 # -- 2. a resume after a cut -------------------------------------------------------------
 
 
-def compare(before: list[Frame], after: list[Frame], cursor: int, whole: list[Frame]) -> Any:
+def compare(
+    before: list[Frame], after: list[Frame], cursor: int, whole: list[Frame]
+) -> dict[str, Any]:
     """What the client got across the cut against a full read of the thread at the end."""
     ids_before = {f["event_id"] for f in before}
     resent = [f for f in after if f["seq"] <= cursor or f["event_id"] in ids_before]

@@ -87,6 +87,7 @@ from protocol_kit import (
 from protocol_report import markdown, summarize
 
 SYSTEMS = ("outlast", "dev")
+Systems = dict[str, tuple[httpx.AsyncClient, Any]]  # each system's HTTP client and SDK
 SIZES: list[benchkit.Size] = [
     ("protocol_first_samples", 12, 5, "protocol: first-event samples per system, transport, rep"),
     ("protocol_cut_events", 40, 40, "protocol: events of a run cut mid-way"),
@@ -119,7 +120,7 @@ async def clients(base: str) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
         yield http, sdk
 
 
-async def first_events(opts: Any, systems: dict[str, Any], rep: int) -> dict[str, Any]:
+async def first_events(opts: Any, systems: Systems, rep: int) -> dict[str, Any]:
     """Samples one by one, alternating between the systems (order flipped per sample)."""
     out: dict[str, Any] = defaultdict(list)
     for kind in TRANSPORTS:
@@ -130,7 +131,7 @@ async def first_events(opts: Any, systems: dict[str, Any], rep: int) -> dict[str
     return dict(out)
 
 
-async def cuts(opts: Any, systems: dict[str, Any], rep: int) -> dict[str, Any]:
+async def cuts(opts: Any, systems: Systems, rep: int) -> dict[str, Any]:
     out = {}
     for kind in TRANSPORTS:
         for name in SYSTEMS if rep % 2 == 0 else SYSTEMS[::-1]:
@@ -144,9 +145,7 @@ async def cuts(opts: Any, systems: dict[str, Any], rep: int) -> dict[str, Any]:
     return out
 
 
-async def fanouts(
-    opts: Any, systems: dict[str, Any], rep: int, levels: dict[str, int]
-) -> dict[str, Any]:
+async def fanouts(opts: Any, systems: Systems, rep: int, levels: dict[str, int]) -> dict[str, Any]:
     """At the level that last worked for each system and transport, halving on failure."""
     out: dict[str, Any] = {}
     for kind in TRANSPORTS:
@@ -243,7 +242,7 @@ async def measure(opts: Any, admin_url: str) -> dict[str, Any]:
         try:
             await asyncio.gather(server.ready(), dev.ready())
             async with AsyncExitStack() as stack:
-                systems = {
+                systems: Systems = {
                     "outlast": await stack.enter_async_context(clients(server.base)),
                     "dev": await stack.enter_async_context(clients(dev.base)),
                 }
