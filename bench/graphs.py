@@ -9,6 +9,10 @@
                seconds apart, each carrying the wall-clock time it was emitted (stream).
 - ``slow``     one node that sleeps ``configurable.step_delay`` seconds: a run that is
                surely still running when its worker is killed (recovery).
+- ``ticker``   one node that emits ``configurable.count`` custom events, the first at once
+               and then ``configurable.interval`` seconds apart, each carrying its index,
+               the wall-clock time it was emitted and ``configurable.tag``; no wait
+               first, so it runs alike on ``langgraph dev`` (protocol).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Annotated, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.stream.transformers import CustomTransformer
 from typing_extensions import TypedDict  # pydantic (the dev server) needs it on 3.11
 
 from outlast.nodes import wait_for_human
@@ -116,3 +121,32 @@ async def _sleep(state: SlowState, config: RunnableConfig) -> dict[str, Any]:
 
 
 slow = _line(SlowState, ("sleep", _sleep))
+
+
+class TickState(TypedDict, total=False):
+    ticks: int
+
+
+async def _tick(state: TickState, config: RunnableConfig) -> dict[str, Any]:
+    options = config.get("configurable", {})
+    count = int(options.get("count", 20))
+    interval = float(options.get("interval", 0.05))
+    writer = get_stream_writer()
+    for i in range(count):
+        if i and interval > 0:
+            await asyncio.sleep(interval)
+        # the first at once: the run's first output; ``tag`` tells one run's from another's
+        writer({"i": i, "t": time.time(), "tag": options.get("tag")})
+    return {"ticks": count}
+
+
+# LangGraph's own server streams protocol v2 runs through ``astream_events(version="v3")``,
+# which asks the graph only for the stream modes its transformers need: without the custom
+# transformer the dev server would never see a ``writer(...)`` call. outlast ignores it.
+ticker = (
+    StateGraph(TickState)
+    .add_node("tick", _tick)
+    .add_edge(START, "tick")
+    .add_edge("tick", END)
+    .compile(transformers=[CustomTransformer])
+)

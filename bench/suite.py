@@ -16,6 +16,8 @@ docstring says what it measures and why that way:
     parked      parking.py      worker RSS/CPU with 10,000 runs waiting on people; answer latency
     recovery    recovery.py     SIGKILL of a worker holding 50 runs → all running elsewhere
     storage     storage.py      bytes per run and step in Postgres; what retention reclaims
+    protocol    protocol_v2.py  LangGraph's thread protocol v2 vs ``langgraph dev``: first event,
+                                resume with ``since`` (cut, SIGKILL), 1,000 subscribers
 
 Each measurement gets a fresh temporary database (created next to ``--database-url``,
 dropped afterwards) and its own server processes. Every figure is a median over
@@ -42,6 +44,8 @@ import httpx
 import lg_face
 import overhead
 import parking
+import protocol_report
+import protocol_v2
 import recovery
 import storage
 import streaming
@@ -71,8 +75,19 @@ SIZES: list[benchkit.Size] = [
     ("lease_ttl", 5.0, 5.0, "recovery: OUTLAST_WORKER_LEASE_TTL, seconds"),
     ("storage_runs", 300, 100, "storage: runs of the 10-node graph"),
     ("prune_keep", 1, 1, "storage: retention keeps this many events per run"),
+    *protocol_v2.SIZES,
 ]
-SECTIONS = ("overhead", "throughput", "lgface", "accept", "stream", "parked", "recovery", "storage")
+SECTIONS = (
+    "overhead",
+    "throughput",
+    "lgface",
+    "accept",
+    "stream",
+    "parked",
+    "recovery",
+    "storage",
+    "protocol",
+)
 
 AIMS = {
     "overhead": "≤ 1.3×",
@@ -82,6 +97,7 @@ AIMS = {
     "stream": "p99 < 25 ms with 100 clients",
     "parked": "~0 bytes per parked run (< 1 KiB)",
     "recovery": "≤ lease TTL + 2 s",
+    "protocol": "first event ≤ 1.2× the dev server",
 }
 
 
@@ -184,6 +200,7 @@ MEASURE: dict[str, Callable[[Any, str], Awaitable[dict[str, Any]]]] = {
     "parked": parking.measure,
     "recovery": recovery.measure,
     "storage": storage.measure,
+    "protocol": protocol_v2.measure_and_write,  # also writes protocol.json and protocol.md
 }
 
 
@@ -398,6 +415,8 @@ def rows(res: dict[str, Any], opts: Any) -> list[tuple[str, str, str, str, str]]
                 "—",
             )
         )
+    if not missing("protocol"):
+        out += protocol_report.suite_rows(res["protocol"])
     return out
 
 
@@ -478,6 +497,7 @@ def notes(o: Any) -> dict[str, str]:
         "`prune()` then VACUUM FULL (space returned to the file system); a plain VACUUM "
         "returns nothing but empty tail pages and adds free-space and visibility maps, so "
         "its figure can be larger than before.",
+        "protocol": protocol_report.notes(vars(o)),
     }
 
 
