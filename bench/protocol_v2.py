@@ -18,9 +18,9 @@ events come from ``POST /threads/{t}/stream/events`` (SSE) or a WebSocket on tha
 1. First event after ``run.start`` (the aim: p50 on outlast within 1.2× the dev server's).
    A fresh thread, a subscription to every channel, then ``run.start`` after a random
    pause of 0.2–0.7 s: at least the time a subscription takes to be in place, and a random
-   phase against the poll each server runs when idle (outlast's thread stream looks for a
-   new run every 0.5 s; the dev server's queue polls every 0.5 s), so the median is what a
-   client sending its command at any moment sees, not a lucky or unlucky phase. Timed from
+   phase against the poll the dev server's queue runs every 0.5 s when idle (outlast's
+   idle thread stream is woken by the run's acceptance), so the median is what a client
+   sending its command at any moment sees, not a lucky or unlucky phase. Timed from
    just before the POST to the run's first frame of type ``event`` reaching this process;
    beside it the command's answer and the first custom event (the node's first output).
    The p50 is over the samples of a repetition; figures are medians over repetitions, the

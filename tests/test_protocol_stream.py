@@ -4,6 +4,7 @@ channels of real runs, the cursor that resumes exactly, the gap retention leaves
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -12,9 +13,11 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from outlast.api.lg import walk
 from outlast.api.protocol.cursor import Position
 from outlast.store import Store
-from tests.harness import ALICE, BOB, KEYS, auth, make_settings, serve
+from outlast.store.hub import THREADS
+from tests.harness import ALICE, BOB, KEYS, auth, eventually, make_settings, serve
 from tests.lg_util import ended, protocol_frames
 
 ALL = ["values", "updates", "messages", "tools", "lifecycle", "input", "custom"]
@@ -242,3 +245,21 @@ async def test_the_stream_is_the_threads_owners_alone(store: Store) -> None:
         alice = httpx.AsyncClient(base_url=srv.url, headers=auth(ALICE), timeout=5)
         async with alice, alice.stream("POST", path, json=body) as response:
             assert response.status_code == 200
+
+
+async def test_an_idle_thread_stream_is_woken_by_the_run_accepted_on_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acceptance's notice (``THREADS``) wakes a stream waiting on a thread with no
+    run: with the safety re-read an hour away, only the notice can bring the run."""
+    monkeypatch.setattr(walk, "SAFETY_REREAD", 3600.0)
+    async with serve(store) as srv:
+        client = srv.sdk()
+        thread = (await client.threads.create())["thread_id"]
+        body = {"channels": ["lifecycle"]}
+        reading = asyncio.create_task(protocol_frames(srv.client, thread, body))
+        # the stream is waiting once its walk watches the thread (a hub waiter)
+        await eventually(lambda: store.hub.watcher_count(THREADS, thread) == 1)
+        await client.runs.create(thread, "lg_chat", input=CHAT)
+        frames = await asyncio.wait_for(reading, 60)
+        assert [f["params"]["data"]["event"] for f in frames][-1] == "completed"

@@ -23,6 +23,7 @@ STATUS = "status"
 WAITS = "waits"
 WEBHOOKS = "webhooks"  # deliveries were written (the outbox trigger's NOTIFY)
 CRONS = "crons"  # a cron was made or changed: schedulers re-plan their nap
+THREADS = "threads"  # a run was accepted on the thread (key): its idle streams look again
 ANY = "*"
 
 
@@ -95,8 +96,11 @@ class Hub:
             for hook in list(self._interest.get(channel, ())):
                 hook(False)
 
-    def watcher_count(self) -> int:
-        return sum(len(v) for v in self._waiters.values())
+    def watcher_count(self, channel: str | None = None, key: str = ANY) -> int:
+        """How many wait here: in all, or on one channel and key."""
+        if channel is None:
+            return sum(len(v) for v in self._waiters.values())
+        return len(self._waiters.get((channel, key), ()))
 
 
 class Notifying(Protocol):

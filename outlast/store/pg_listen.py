@@ -28,7 +28,17 @@ from collections.abc import Callable
 import psycopg
 
 from outlast.retry import Backoff, RetryPolicy
-from outlast.store.hub import CONTROL, CRONS, EVENTS, QUEUE, STATUS, WAITS, WEBHOOKS, Hub
+from outlast.store.hub import (
+    CONTROL,
+    CRONS,
+    EVENTS,
+    QUEUE,
+    STATUS,
+    THREADS,
+    WAITS,
+    WEBHOOKS,
+    Hub,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +52,7 @@ CHANNELS = {
     "outlast_waits": WAITS,
     "outlast_webhooks": WEBHOOKS,
     "outlast_crons": CRONS,
+    "outlast_threads": THREADS,
 }
 EVENTS_CHANNEL = "outlast_events"
 ALWAYS = tuple(c for c in CHANNELS if c != EVENTS_CHANNEL)

@@ -40,7 +40,7 @@ from outlast.store.base import (
 )
 from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
-from outlast.store.hub import EVENTS, QUEUE, STATUS, Hub
+from outlast.store.hub import EVENTS, QUEUE, STATUS, THREADS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
@@ -181,6 +181,8 @@ class SqliteStore(
         )
         if rows:
             await tx.rows("touch_thread", thread_id=new.thread_id, principal=new.principal)
+            if new.thread_id is not None:
+                await tx.notify(THREADS, new.thread_id)
             await insert_run_webhooks(tx, new)
             await tx.rows(
                 "insert_event",

@@ -11,17 +11,15 @@ that start later. The thread's streams differ only in what they make of the item
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from outlast.api.context import AppContext
-from outlast.api.sse import Gap, follow_log
+from outlast.api.sse import SAFETY_REREAD, Gap, follow_log
 from outlast.store import Event, Run
-
-_IDLE_POLL = 0.5  # a thread with no run in flight is looked at again this often
+from outlast.store.hub import THREADS, wait_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +61,27 @@ async def walk_thread(
     from its cursor."""
     deadline = time.monotonic() + max_seconds
     pos, seq = start
-    while time.monotonic() < deadline and not stopping():
-        runs = await runs_of(ctx, thread_id)
-        pending = [r for r in runs if r.pos >= pos and (r.pos, r.last_seq) > (pos, seq)]
-        if not pending:
-            await asyncio.sleep(_IDLE_POLL)
-            continue
-        for run in pending:
-            after = seq if run.pos == pos else 0
-            yield Begin(run, after)
-            log = follow_log(ctx.store, run.id, after, deadline - time.monotonic(), stopping)
-            async with contextlib.aclosing(log) as items:
-                async for item in items:
-                    yield item
-            current = await ctx.store.get_run(run.id)
-            if current is None or not current.terminal:
-                return  # the transport clock or a shutdown: the client resumes from its id
-            pos, seq = run.pos, current.last_seq
-            yield Done(current)
+    with ctx.store.hub.watch(THREADS, thread_id) as accepted:
+        while time.monotonic() < deadline and not stopping():
+            accepted.clear()  # before the read: an acceptance after it still wakes us
+            runs = await runs_of(ctx, thread_id)
+            pending = [r for r in runs if r.pos >= pos and (r.pos, r.last_seq) > (pos, seq)]
+            if not pending:
+                # A run accepted on the thread wakes us (``THREADS``, from any process on
+                # Postgres; SQLite accepts in the serving process); the re-read at the
+                # safety interval is for a notice lost while a listener reconnected.
+                left = deadline - time.monotonic()
+                await wait_for(accepted, max(min(SAFETY_REREAD, left), 0))
+                continue
+            for run in pending:
+                after = seq if run.pos == pos else 0
+                yield Begin(run, after)
+                log = follow_log(ctx.store, run.id, after, deadline - time.monotonic(), stopping)
+                async with contextlib.aclosing(log) as items:
+                    async for item in items:
+                        yield item
+                current = await ctx.store.get_run(run.id)
+                if current is None or not current.terminal:
+                    return  # the transport clock or a shutdown: the client resumes from its id
+                pos, seq = run.pos, current.last_seq
+                yield Done(current)

@@ -5,7 +5,8 @@
 -- that happened. Channels: outlast_queue (a run became claimable),
 -- outlast_events ('<run_id>:<seq>'), outlast_control ('<run_id>', e.g. cancel requested),
 -- outlast_status ('<run_id>': the run's status changed; waiters on results listen here,
--- so they are not woken by every event).
+-- so they are not woken by every event), outlast_threads ('<thread_id>': a run was accepted
+-- on it; the thread's idle streams look again).
 
 -- name: insert_run
 -- Accept a run: its row and its first event (run.created), or nothing if its key exists.
@@ -32,7 +33,9 @@ WITH ins AS (
 -- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces
 -- it to the queue only if it stays queued.
 SELECT ins.*,
-       CASE WHEN NOT %(quiet)s THEN pg_notify('outlast_queue', ins.id::text) END AS notified
+       CASE WHEN NOT %(quiet)s THEN pg_notify('outlast_queue', ins.id::text) END AS notified,
+       CASE WHEN ins.thread_id IS NOT NULL
+            THEN pg_notify('outlast_threads', ins.thread_id) END AS thread_noted
 FROM ins;
 
 -- name: get_by_key
