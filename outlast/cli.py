@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     count = _process_count(settings)
-    if count is None:
+    if count is None or not _manifest_ok(settings):
         return 2
     inherited = processes.inherited_socket()
     if count > 1:
@@ -137,6 +137,25 @@ def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
     server.append(uvicorn.Server(config))
     server[0].run(sockets=[sock] if sock is not None else None)
     return 1 if failed else 0
+
+
+def _manifest_ok(settings: Settings) -> bool:
+    """``langgraph.json`` checked before anything starts: a key of the wrong shape stops
+    the server here, naming the key; keys outlast ignores are listed (a warning)."""
+    from outlast.graph.manifest import Manifest, ManifestError, ignored
+
+    try:
+        manifest = Manifest.read(settings.graphs_file)
+    except ManifestError as exc:
+        console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
+        return False
+    keys = ignored(manifest)
+    if keys and processes.inherited_socket() is None:  # the parent of --workers N spoke
+        console.print(
+            f"[yellow]warning:[/] {settings.graphs_file}: outlast does not honour these "
+            f"keys yet: {', '.join(keys)}"
+        )
+    return True
 
 
 def _process_count(settings: Settings) -> int | None:

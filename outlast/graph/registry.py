@@ -11,11 +11,7 @@ Only configured names are ever loaded; a request can name a graph, never a modul
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
-import json
 import logging
-import sys
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,8 +20,9 @@ from langgraph.pregel import Pregel
 
 from outlast.errors import GraphLoadError, UnknownGraph
 from outlast.graph.factories import Access, Factory, Static, load
+from outlast.graph.manifest import Manifest
 from outlast.graph.models import check_model, model_name, uses_model
-from outlast.importing import resolve
+from outlast.importing import resolve_in
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +31,6 @@ BUILTIN = {
     "steps": "outlast.graph.example:graph",
     "booking": "outlast.graph.booking:graph",
 }
-
-
-def _target(entry: Any) -> str:
-    """A ``graphs`` entry: ``"path:attr"``, or LangGraph's object form with ``path``
-    (and a ``description``)."""
-    if isinstance(entry, dict):
-        return str(entry.get("path", ""))
-    return str(entry)
 
 
 def parse_graph_option(option: str) -> tuple[str, str]:
@@ -74,15 +63,13 @@ class GraphRegistry:
     def from_config(cls, graphs_file: Path | None, extra: Iterable[str] = ()) -> GraphRegistry:
         """Graphs from ``langgraph.json`` (when it exists) plus ``--graph`` options;
         with neither, the built-in ones (``agent`` and ``steps``)."""
-        targets: dict[str, str] = {}
-        base = Path.cwd()
-        if graphs_file is not None and graphs_file.exists():
-            try:
-                data = json.loads(graphs_file.read_text(encoding="utf-8"))
-                targets.update({str(k): _target(v) for k, v in data.get("graphs", {}).items()})
-            except (ValueError, AttributeError) as exc:
-                raise GraphLoadError(f"{graphs_file}: not a valid langgraph.json: {exc}") from exc
-            base = graphs_file.resolve().parent
+        return cls.from_manifest(Manifest.read(graphs_file), extra)
+
+    @classmethod
+    def from_manifest(cls, manifest: Manifest, extra: Iterable[str] = ()) -> GraphRegistry:
+        manifest.apply_env()  # before any graph module is imported: it may read them
+        targets = manifest.graph_targets()
+        base = manifest.base_dir
         for option in extra:
             name, target = parse_graph_option(option)
             targets[name] = target
@@ -170,28 +157,4 @@ class GraphRegistry:
             ) from exc
 
     def _resolve(self, target: str) -> Any:
-        module_part, _, attr = target.rpartition(":")
-        if module_part.endswith(".py") or "/" in module_part:
-            path = (self._base / module_part).resolve()
-            # A stable module name (not hash(), which is salted per process): functions in
-            # it, such as probes named by a wait, must resolve the same in every worker.
-            digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
-            mod_name = f"outlast_user_graph_{path.stem}_{digest}"
-            module = sys.modules.get(mod_name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(mod_name, path)
-                if spec is None or spec.loader is None:
-                    raise GraphLoadError(f"cannot load {path}")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[mod_name] = module
-                try:
-                    spec.loader.exec_module(module)
-                except BaseException:
-                    # a half-run module must not stand in for the file next time
-                    del sys.modules[mod_name]
-                    raise
-        else:
-            if str(self._base) not in sys.path:
-                sys.path.insert(0, str(self._base))
-            return resolve(target)
-        return getattr(module, attr)
+        return resolve_in(target, self._base)

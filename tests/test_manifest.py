@@ -1,0 +1,107 @@
+"""``langgraph.json`` as LangGraph's server reads it: every key checked at start-up (a
+wrong type stops the server and names the key), the keys outlast does not honour yet
+listed with a warning, ``env`` given to the graphs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from outlast import cli
+from outlast.config import Settings
+from outlast.graph.manifest import Manifest, ManifestError, ignored
+from outlast.graph.registry import GraphRegistry
+from outlast.importing import resolve_in
+
+GRAPH = "outlast.graph.example:graph"
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "langgraph.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ({"graphs": {"a": 1}}, "graphs.a"),
+        ({"graphs": {"a": GRAPH}, "http": {"disable_runs": "maybe"}}, "http.disable_runs"),
+        ({"graphs": {"a": GRAPH}, "auth": {"path": 3}}, "auth.path"),
+        ({"graphs": {"a": GRAPH}, "store": {"index": {"embed": "x"}}}, "store.index.dims"),
+        ({"graphs": {"a": GRAPH}, "http": {"middleware_order": "last"}}, "http.middleware_order"),
+        ({"graphs": {"a": GRAPH}, "env": ["A=1"]}, "env"),
+        (["graphs"], "not a JSON object"),
+    ],
+)
+def test_a_key_of_the_wrong_shape_is_named(tmp_path: Path, data: object, named: str) -> None:
+    with pytest.raises(ManifestError, match=named.replace(".", r"\.")):
+        Manifest.read(_write(tmp_path, data))
+
+
+def test_the_server_refuses_to_start_and_says_which_key(tmp_path: Path) -> None:
+    _write(tmp_path, {"graphs": {"a": GRAPH}, "http": {"disable_threads": [1]}})
+    done = subprocess.run(
+        [sys.executable, "-m", "outlast.cli", "serve", "--port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "http.disable_threads" in done.stderr and "serving on" not in done.stderr
+
+
+def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = {
+        "graphs": {"a": {"path": GRAPH, "description": "the example"}},
+        "dependencies": ["."],
+        "python_version": "3.11",  # building an image: nothing for a server to do
+        "webhooks": {"env_prefix": "X_"},
+        "http": {"cors": {"allow_origins": ["*"]}, "disable_meta": True},
+        "store": {"ttl": {"default_ttl": 10}},
+        "bogus": 1,
+    }
+    path = _write(tmp_path, data)
+    manifest = Manifest.read(path)
+    assert manifest.graph_targets() == {"a": GRAPH}
+    expected = ["bogus", "http.cors", "http.disable_meta", "store.ttl", "webhooks"]
+    assert ignored(manifest) == expected
+    assert cli._manifest_ok(Settings(graphs_file=path))
+    said = " ".join(capsys.readouterr().err.split())
+    assert "does not honour these keys yet: " + ", ".join(expected) in said
+
+
+def test_env_reaches_the_graphs_and_the_process_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "graph.py").write_text(
+        "import os\nfrom langgraph.graph import StateGraph\n"
+        "SEEN = (os.environ.get('OUTLAST_T_FROM_FILE'), os.environ.get('OUTLAST_T_SET'))\n"
+        "b = StateGraph(dict)\nb.add_node('n', lambda s: {})\nb.set_entry_point('n')\n"
+        "graph = b.compile()\n"
+    )
+    (tmp_path / ".env").write_text("OUTLAST_T_FROM_FILE=file\nOUTLAST_T_SET=file\n")
+    monkeypatch.setenv("OUTLAST_T_SET", "operator")
+    try:
+        path = _write(tmp_path, {"graphs": {"g": "./graph.py:graph"}, "env": ".env"})
+        GraphRegistry.from_config(path).load_all()
+        # set before the graph's module was imported, which reads them
+        assert resolve_in("./graph.py:SEEN", tmp_path) == ("file", "operator")
+        os.environ.pop("OUTLAST_T_FROM_FILE")
+        inline = {"graphs": {"g": GRAPH}, "env": {"OUTLAST_T_FROM_FILE": "inline"}}
+        GraphRegistry.from_config(_write(tmp_path, inline))
+        assert os.environ["OUTLAST_T_FROM_FILE"] == "inline"
+    finally:
+        os.environ.pop("OUTLAST_T_FROM_FILE", None)
+    missing = _write(tmp_path, {"graphs": {"g": GRAPH}, "env": "nope.env"})
+    with pytest.raises(ManifestError, match=r"nope\.env"):
+        GraphRegistry.from_config(missing)
