@@ -90,7 +90,13 @@ def prepare_js(page: str) -> str:
         if not installed.exists():
             _run([npm, "ci", "--no-audit", "--no-fund"], "npm ci in tests/js", timeout=300)
             installed.touch()
-        sources = _digest(LOCK, JS / "vite.config.mjs", folder / "index.html", folder / "main.jsx")
+        sources = _digest(
+            LOCK,
+            JS / "vite.config.mjs",
+            JS / "common.js",
+            folder / "index.html",
+            folder / "main.jsx",
+        )
         built = folder / "dist" / f".outlast-build-{sources}"
         if not built.exists():
             vite = [node, "node_modules/.bin/vite", "build"]
@@ -220,3 +226,20 @@ async def wait_text(page: Any, selector: str, text: str, timeout: float = PAGE_W
         arg=[selector, text],
         timeout=timeout,
     )
+
+
+async def approve_and_finish(page: Any, traffic: Traffic, test: str) -> dict[str, Any]:
+    """Click the page's Approve on lg_hitl's interrupt; the state the page shows once the
+    resumed run acted on the answer and ended."""
+    await page.click("[data-testid=approve]")
+    done = page.wait_for_function(
+        "JSON.parse(document.querySelector('[data-testid=values]').textContent).done"
+        " === \"acted on 'approved'\"",
+        timeout=PAGE_WAIT,
+    )
+    await until(page, traffic, "the plan acted on", done)
+    await until(page, traffic, "the end of the resumed run", wait_idle(page))
+    await page.wait_for_selector("[data-testid=interrupt]", state="detached")
+    await shot(page, test, "final")
+    values: dict[str, Any] = json.loads(await page.inner_text("[data-testid=values]"))
+    return values

@@ -26,6 +26,7 @@ from tests.lg_js_support import (
     JS,
     Traffic,
     ai_texts,
+    approve_and_finish,
     message_rows,
     page_server,
     page_url,
@@ -297,17 +298,7 @@ async def check_hitl_page(page: Any, origin: str, api_url: str) -> None:
     assert "interrupted" in await page.inner_text("[data-testid=status]")
     await shot(page, "lg-js-hitl", "interrupt")
 
-    await page.click("[data-testid=approve]")
-    done = page.wait_for_function(
-        "JSON.parse(document.querySelector('[data-testid=values]').textContent).done"
-        " === \"acted on 'approved'\"",
-        timeout=PAGE_WAIT,
-    )
-    await until(page, traffic, "the plan acted on", done)
-    await until(page, traffic, "the end of the resumed run", wait_idle(page))
-    await page.wait_for_selector("[data-testid=interrupt]", state="detached")
-    await shot(page, "lg-js-hitl", "final")
-    values = json.loads(await page.inner_text("[data-testid=values]"))
+    values = await approve_and_finish(page, traffic, "lg-js-hitl")
     assert values == {
         "topic": "x",
         "plan": "plan for x",

@@ -28,6 +28,7 @@ from tests.lg_js_support import (
     AI,
     Traffic,
     ai_texts,
+    approve_and_finish,
     message_rows,
     page_server,
     page_url,
@@ -166,17 +167,7 @@ async def test_use_stream_v2_answers_an_interrupt(page: Any, page_origin: str, a
     assert "interrupted" in await page.inner_text("[data-testid=status]")
     await shot(page, "lg-js-v2-hitl", "interrupt")
 
-    await page.click("[data-testid=approve]")
-    done = page.wait_for_function(
-        "JSON.parse(document.querySelector('[data-testid=values]').textContent).done"
-        " === \"acted on 'approved'\"",
-        timeout=PAGE_WAIT,
-    )
-    await until(page, traffic, "the plan acted on", done)
-    await until(page, traffic, "the end of the resumed run", wait_idle(page))
-    await page.wait_for_selector("[data-testid=interrupt]", state="detached")
-    await shot(page, "lg-js-v2-hitl", "final")
-    values = json.loads(await page.inner_text("[data-testid=values]"))
+    values = await approve_and_finish(page, traffic, "lg-js-v2-hitl")
     # the hook's values carry its messages projection, under messagesKey
     assert values.pop("messages") == [], values
     assert values == {

@@ -17,12 +17,15 @@
 import { useStream } from "@langchain/react";
 import { useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
-
-const params = new URLSearchParams(window.location.search);
-const apiUrl = params.get("apiUrl");
-const assistantId = params.get("assistantId") ?? "lg_chat";
-const field = params.get("field") ?? "messages";
-const configurable = params.get("configurable") ? JSON.parse(params.get("configurable")) : null;
+import {
+  apiUrl,
+  assistantId,
+  configurable,
+  field,
+  params,
+  setThreadInUrl,
+  textOf,
+} from "../common.js";
 
 window.__aiTexts = [];
 window.__textsById = {};
@@ -32,23 +35,6 @@ window.__reconnects = [];
 
 function typeOf(message) {
   return typeof message.getType === "function" ? message.getType() : message.type;
-}
-
-function textOf(message) {
-  if (typeof message.content === "string") return message.content;
-  if (Array.isArray(message.content)) {
-    return message.content
-      .map((part) => (typeof part === "string" ? part : (part.text ?? "")))
-      .join("");
-  }
-  return "";
-}
-
-function setThreadInUrl(threadId) {
-  const next = new URLSearchParams(window.location.search);
-  if (threadId) next.set("threadId", threadId);
-  else next.delete("threadId");
-  window.history.replaceState(null, "", `${window.location.pathname}?${next}`);
 }
 
 function App() {
