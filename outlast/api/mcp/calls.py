@@ -26,13 +26,15 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key
 from outlast.api.mcp import asking
 from outlast.api.mcp.results import tool_result
+from outlast.api.native import run_request
+from outlast.api.schemas import RunCreate
 from outlast.errors import OutlastError
-from outlast.runtime.accept import RunRequest
 from outlast.service.standing import answerable
 from outlast.store import Run
 from outlast.store.hub import EVENTS, wait_for
@@ -40,6 +42,7 @@ from outlast.vocabulary import EventType
 
 KEY_META = "outlast/idempotency_key"
 THREAD_META = "outlast/thread_id"
+CONFIG_META = "outlast/config"  # the run's config (configurable, ...): MCP has no field for it
 SESSION_HEADER = "mcp-session-id"
 MARK = "mcp"  # the run metadata that says it was started through MCP (tasks/list)
 
@@ -56,11 +59,12 @@ def session_of(mcp: ServerRequestContext[Any, Any]) -> str:
     return str(found or "-")
 
 
-def _meta_value(mcp: ServerRequestContext[Any, Any], name: str) -> str | None:
+def _meta_value(mcp: ServerRequestContext[Any, Any], name: str, kind: type = str) -> Any:
     meta = (mcp.params or {}).get("_meta")
     value = meta.get(name) if isinstance(meta, dict) else None
-    if value is not None and not isinstance(value, str):
-        raise MCPError(types.INVALID_PARAMS, f"_meta.{name} must be a string")
+    if value is not None and not isinstance(value, kind):
+        what = "a string" if kind is str else "an object"
+        raise MCPError(types.INVALID_PARAMS, f"_meta.{name} must be {what}")
     return value
 
 
@@ -79,12 +83,19 @@ async def start(
 ) -> tuple[Run, str]:
     """The call's run (a new one, or the one its key started before) and its key."""
     key = call_key(mcp)
-    request = RunRequest(
-        graph=graph,
-        input=arguments,
-        thread_id=_meta_value(mcp, THREAD_META),
-        metadata={MARK: {"tool": graph}},
-    )
+    try:  # checked as /v1 checks a run (sizes, ids, config), with the same words
+        body = RunCreate(
+            graph=graph,
+            input=arguments,
+            thread_id=_meta_value(mcp, THREAD_META),
+            config=_meta_value(mcp, CONFIG_META, dict),
+            metadata={MARK: {"tool": graph}},
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the call"
+        raise MCPError(types.INVALID_PARAMS, f"{where}: {first['msg']}") from None
+    request = run_request(body, graph, body.thread_id)
     try:
         made = await ctx.runs.accept(request, key=key)
     except OutlastError as exc:
