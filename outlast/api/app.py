@@ -21,8 +21,8 @@ from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.health import router as health_router
 from outlast.api.lg.cron_runs import firer
-from outlast.api.mcp import routes as mcp_routes
 from outlast.api.limits import BodyLimitProblems
+from outlast.api.mcp import routes as mcp_routes
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
