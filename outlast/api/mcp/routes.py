@@ -37,6 +37,7 @@ from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.api.mcp import calls, tasks
 from outlast.api.mcp.tools import ANSWER, RESULT, Catalog, graph_of, run_id_argument
+from outlast.errors import OutlastError
 
 PATH = "/mcp"
 _MANAGER = "mcp_sessions"  # app.state: this lifespan's session manager
@@ -125,8 +126,12 @@ class Face:
             run, key = await calls.start(ctx, mcp, graph_of(ctx, params.name), arguments)
         session = calls.session_of(mcp)
         self.inflight.add(session, mcp.request_id, run.id)
-        found = await calls.follow(ctx, mcp, run.id, key)
-        self.inflight.done(session, mcp.request_id)  # not on cancellation: see Inflight
+        try:
+            found = await calls.follow(ctx, mcp, run.id, key)
+        except Exception:  # not on cancellation (a BaseException): see Inflight
+            self.inflight.done(session, mcp.request_id)
+            raise
+        self.inflight.done(session, mcp.request_id)
         return found
 
     async def cancelled(
@@ -138,7 +143,10 @@ class Face:
         if run_id is None:
             return
         ctx = caller(mcp)
-        run = await ctx.runs.get(run_id)
+        try:
+            run = await ctx.runs.get(run_id)
+        except OutlastError:  # another principal's request id on this session: not its run
+            return
         await ctx.runs.cancel(run, params.reason or "cancelled by the MCP client")
 
     async def task_calls(
