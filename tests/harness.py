@@ -17,6 +17,8 @@ Which module holds what:
   for a run's status through it; the protocol v2 thread stream read raw.
 - ``tests/browser.py``: headless Chromium pages and the TCP proxy that cuts connections.
 - ``tests/receiver.py``: a real HTTP receiver of webhooks.
+- ``tests/mcp_client.py``: the ``mcp`` SDK's client session on the MCP face, and the
+  task requests its session has no method for.
 - ``tests/store_contract/support.py``: what the store contract's modules share.
 - ``tests/graphs.py``, ``tests/lg_graphs.py``, ``tests/compensation_graphs.py``,
   ``tests/credential_graphs.py``: the graphs the tests run.

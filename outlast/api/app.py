@@ -22,6 +22,7 @@ from outlast.api.context import AppContext
 from outlast.api.health import router as health_router
 from outlast.api.lg.cron_runs import firer
 from outlast.api.limits import BodyLimitProblems
+from outlast.api.mcp import routes as mcp_routes
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
@@ -91,6 +92,7 @@ def create_app(
     app.include_router(waits_router)
     app.include_router(webhooks_router)
     a2a_routes.install(app)
+    mcp_routes.install(app)
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)
@@ -136,7 +138,8 @@ class _Parts:
         if self.settle_heap:
             heap.settle()
         try:
-            yield
+            async with mcp_routes.running(app):
+                yield
         finally:
             if worker is not None and task is not None:
                 worker.stop()
