@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk.errors import NotFoundError, PermissionDeniedError
 
@@ -227,4 +226,14 @@ async def test_without_auth_py_api_keys_still_decide(store: Store) -> None:
         assert ok.status_code == 200
 
 
-_ = httpx  # the harness's client is an httpx.AsyncClient
+async def test_the_store_handler_scopes_items_to_the_users_namespace(
+    store: Store, tmp_path: Path
+) -> None:
+    async with serve(store, settings(tmp_path), with_worker=False) as srv:
+        alice = srv.sdk(headers=ALICE)
+        await alice.store.put_item(["prefs"], "theme", {"dark": True})
+        item = await alice.store.get_item(["prefs"], "theme")
+        assert item is not None and item["namespace"] == ["alice", "prefs"]
+        found = await alice.store.search_items(["prefs"])
+        assert [i["key"] for i in found["items"]] == ["theme"]
+        assert (await alice.store.list_namespaces())["namespaces"] == [["alice", "prefs"]]
