@@ -73,7 +73,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     loopback = settings.host in ("127.0.0.1", "::1", "localhost")
-    if not keys.enabled and not loopback and not settings.insecure_no_auth:
+    if not _manifest_ok(settings):
+        return 2
+    app_auth = _app_auth(settings)
+    if not (keys.enabled or app_auth) and not loopback and not settings.insecure_no_auth:
         console.print(
             f"[red]refusing to listen on {settings.host} without API keys[/]: anyone who can "
             "reach it could read and steer every run. Set OUTLAST_API_KEYS or "
@@ -81,7 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     count = _process_count(settings)
-    if count is None or not _manifest_ok(settings):
+    if count is None:
         return 2
     inherited = processes.inherited_socket()
     if count > 1:
@@ -94,7 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     processes.die_with_parent()
     base = f"http://{settings.host}:{settings.port}"
     if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
-        _banner(settings, keys, loopback, base, args.no_worker)
+        _banner(settings, keys if app_auth is None else app_auth, loopback, base, args.no_worker)
     return _serve_one(args, settings, inherited)
 
 
@@ -142,10 +145,12 @@ def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
 def _manifest_ok(settings: Settings) -> bool:
     """``langgraph.json`` checked before anything starts: a key of the wrong shape stops
     the server here, naming the key; keys outlast ignores are listed (a warning)."""
+    from outlast.api.app import user_auth
     from outlast.graph.manifest import Manifest, ManifestError, ignored
 
     try:
         manifest = Manifest.read(settings.graphs_file)
+        user_auth(settings)  # an auth.path that does not import stops the server here
     except ManifestError as exc:
         console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
         return False
@@ -156,6 +161,14 @@ def _manifest_ok(settings: Settings) -> bool:
             f"keys yet: {', '.join(keys)}"
         )
     return True
+
+
+def _app_auth(settings: Settings) -> str | None:
+    """``auth.path`` of ``langgraph.json`` (checked by ``_manifest_ok``), if it has one."""
+    from outlast.graph.manifest import Manifest
+
+    auth = Manifest.read(settings.graphs_file).auth
+    return auth.path if auth is not None and auth.path else None
 
 
 def _process_count(settings: Settings) -> int | None:
@@ -174,7 +187,9 @@ def _process_count(settings: Settings) -> int | None:
 def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker: bool) -> None:
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {_describe(settings)}")
-    if keys.enabled:
+    if isinstance(keys, str):
+        console.print(f"  auth:  the app's {keys} (langgraph.json auth.path)")
+    elif keys.enabled:
         console.print(f"  auth:  API keys for {len(set(keys.principals.values()))} principal(s)")
     else:
         console.print(

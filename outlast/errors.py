@@ -24,6 +24,11 @@ class RunNotFound(OutlastError):
     title = "Run not found"
 
 
+class ThreadNotFound(OutlastError):
+    status = 404
+    title = "Thread not found"
+
+
 class UnknownGraph(OutlastError):
     status = 422
     title = "Unknown graph"

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from fastapi import FastAPI
+from langgraph_sdk.auth import Auth
 from starlette.types import ASGIApp
 
 from outlast import __version__, heap
@@ -27,14 +28,17 @@ from outlast.api.metrics_route import router as metrics_router
 from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
 from outlast.api.threads import router as threads_router
+from outlast.api.userauth import UserAuthenticate
 from outlast.api.waits import router as waits_router
 from outlast.api.webhooks import BODIES
 from outlast.api.webhooks import router as webhooks_router
 from outlast.config import Settings
+from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
 from outlast.secretbox import SecretBox
+from outlast.service import authz
 from outlast.store import Store, make_store
 
 log = logging.getLogger(__name__)
@@ -47,11 +51,17 @@ class OutlastAPI(FastAPI):
     keys: KeyRing = KeyRing()
     limiter: RateLimiter = RateLimiter(0)
     box: SecretBox | None = None  # stream tokens (api/stream_tokens.py)
+    user_auth: Auth | None = None  # langgraph.json's auth.path: replaces the keys
 
     cors_origins: tuple[str, ...] = ("*",)
 
     def build_middleware_stack(self) -> ASGIApp:
-        inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter, self.box)
+        app = super().build_middleware_stack()
+        inner: ASGIApp
+        if self.user_auth is not None:
+            inner = UserAuthenticate(app, self.user_auth, self.limiter, lambda: self.router.routes)
+        else:
+            inner = Authenticate(app, self.keys, self.limiter, self.box)
         # CORS outside authentication: a browser's preflight carries no key.
         return lg.cors(
             lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)), self.cors_origins
@@ -82,6 +92,7 @@ def create_app(
         lifespan=parts.lifespan,
         max_body_size=settings.max_body_bytes,
     )
+    app.user_auth = user_auth(settings)
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)
     app.box = SecretBox.from_settings(settings) if app.keys.enabled else None
@@ -100,6 +111,16 @@ def create_app(
     console.install(app)
     app.include_router(health_router)
     return app
+
+
+def user_auth(settings: Settings) -> Auth | None:
+    """The app's own ``Auth()`` (``langgraph.json``'s ``auth.path``), imported now: one
+    that does not import, or is no ``Auth``, stops the server (``ManifestError``)."""
+    manifest = Manifest.read(settings.graphs_file)
+    if manifest.auth is None or not manifest.auth.path:
+        return None
+    manifest.apply_env()  # the handlers' module may read them as it is imported
+    return authz.load(manifest.auth.path, manifest.base_dir)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.worker import Worker
 from outlast.service import RunService
+from outlast.service.authz import NOBODY, Authz
 from outlast.store import Store
 
 
@@ -18,12 +19,17 @@ class AppContext:
     registry: GraphRegistry
     settings: Settings
     worker: Worker | None
-    # Who is calling (set per request from the API key; "" without keys).
+    # Who is calling (set per request from the API key, or the identity the app's
+    # auth.py gave; "" without either).
     principal: str = ""
     # Open event streams per principal, in this process (the SSE connection limit).
     streams: dict[str, int] = field(default_factory=dict)
+    # The app's @auth.on handlers, asked for this caller (service/authz.py).
+    authz: Authz = NOBODY
 
     @property
     def runs(self) -> RunService:
         """The run service, as this request's principal sees it (a few fields: cheap)."""
-        return RunService(self.store, self.registry, self.settings, self.worker, self.principal)
+        return RunService(
+            self.store, self.registry, self.settings, self.worker, self.principal, self.authz
+        )

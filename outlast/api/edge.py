@@ -15,9 +15,11 @@ import uuid
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Query, Request
+from starlette.requests import HTTPConnection
 
 from outlast.api.context import AppContext
 from outlast.errors import InvalidCursor, OutlastError, RunNotFound
+from outlast.service.authz import NOBODY
 from outlast.store import ListCursor, Run
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -28,10 +30,15 @@ class BadHeader(OutlastError):
     title = "Invalid header"
 
 
-def ctx_of(request: Request) -> AppContext:
-    """The app's context, seen by this request's principal."""
+def ctx_of(request: HTTPConnection) -> AppContext:
+    """The app's context, seen by this request's principal (and, with the app's
+    ``auth.py``, its user's handlers)."""
     ctx: AppContext = request.app.state.ctx
-    return dataclasses.replace(ctx, principal=getattr(request.state, "principal", ""))
+    return dataclasses.replace(
+        ctx,
+        principal=getattr(request.state, "principal", ""),
+        authz=getattr(request.state, "authz", NOBODY),
+    )
 
 
 def checked_key(key: str | None) -> str | None:

@@ -88,6 +88,8 @@ async def list_runs(
     )
     page = runs[:limit]
     more = len(runs) > limit
+    # the app's threads.search filter, on this page (a page may come back short)
+    page = [r for r in page if await ctx.runs.admits(r.thread_id, "search", {})]
     # waiting runs say what they wait for here too (a console lists them by wait),
     # read for the whole page at once
     waits = await ctx.store.open_waits([r.id for r in page if r.status == RunStatus.WAITING])
@@ -156,6 +158,7 @@ async def cancel_run(
 ) -> RunSnapshot:
     """Request cooperative cancellation. Idempotent: a finished run is returned as is."""
     reason = body.reason if body else "cancelled by request"
+    run = await ctx.runs.get(run.id, "update")  # the app's threads.update handler, if any
     cancelled = await ctx.runs.cancel(run, reason)
     response.headers.update(location(cancelled.id))
     return RunSnapshot.of(cancelled)

@@ -22,6 +22,7 @@ from outlast.errors import OutlastError, RunNotFound
 from outlast.graph.factories import Access
 from outlast.jsonable import to_jsonable
 from outlast.runtime.outcomes import run_config
+from outlast.service.authz import configurable_of
 from outlast.service.placement import OnThread
 from outlast.store import Run
 from outlast.store.items import for_principal
@@ -66,17 +67,27 @@ async def _graph_for(ctx: AppContext, thread_id: str) -> AsyncIterator[tuple[Any
     """The graph of the thread's latest run, to read its states (a factory gets that
     run's config), the config that reads them, and that run."""
     latest = await ctx.store.latest_run(thread_id)
-    if latest is None or latest.principal != ctx.principal:
+    mine = latest is not None and latest.principal == ctx.principal
+    if latest is None or not mine or not await ctx.runs.admits(thread_id, "read", {}):
         raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
     use = Access(
         "threads.read",
         ctx.store.checkpointer(),
         for_principal(ctx.store.items, ctx.principal),
-        run_config(latest),
+        _reader(dict(run_config(latest)), ctx),
         ctx.principal,
     )
     async with ctx.registry.open(latest.graph, use) as graph:
         yield graph, {"configurable": {"thread_id": thread_id}}, latest
+
+
+def _reader(config: dict[str, Any], ctx: AppContext) -> dict[str, Any]:
+    """A read's config: the run's, with the caller as the user (LangGraph's server gives a
+    factory the user who asks)."""
+    if ctx.authz.user is None:
+        return config
+    configurable = {**(config.get("configurable") or {}), **configurable_of(ctx.authz.user)}
+    return {**config, "configurable": configurable}
 
 
 def _state(state: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from langgraph.store.base import BaseStore
 from langgraph_sdk.runtime import _ExecutionRuntime, _ReadRuntime
 
 from outlast.errors import GraphLoadError
+from outlast.graph.users import user_in
 
 # Why a graph is wanted: LangGraph's ``langgraph_sdk.runtime.AccessContext``.
 AccessContext = Literal["threads.create_run", "threads.update", "threads.read", "assistants.read"]
@@ -91,8 +92,12 @@ class PrincipalUser:
 def server_runtime(access: Access) -> _ExecutionRuntime[Any] | _ReadRuntime[Any]:
     """The ``ServerRuntime`` LangGraph's server hands a factory: the execution variant
     (with the run's ``context``) for a run, the read variant for anything else. The user
-    is ``None`` without API keys, as LangGraph's is without custom auth."""
-    user = PrincipalUser(access.principal) if access.principal else None
+    is the app's ``auth.py`` user when it has one (in the config, where the run was
+    accepted for it, or where a read put the caller), else the API key's principal,
+    ``None`` without either, as LangGraph's is without custom auth."""
+    user: Any = user_in(access.config)
+    if user is None and access.principal:
+        user = PrincipalUser(access.principal)
     if access.context == "threads.create_run":
         return _ExecutionRuntime(
             access_context=access.context,

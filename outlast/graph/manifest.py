@@ -165,7 +165,7 @@ class Manifest(_Section):
 
 # What outlast does with each key, dotted; a section's sub-keys not listed are ignored.
 # LangGraph's build-time keys (the image it builds) mean nothing to a server you run.
-HONOURED = frozenset({"graphs", "env", "dependencies"})
+HONOURED = frozenset({"graphs", "env", "dependencies", "auth.path"})
 BUILD_KEYS = frozenset(
     {
         "python_version",

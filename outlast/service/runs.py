@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.config import Settings
-from outlast.errors import NothingToResume, RunActive, RunNotFound, WaitNotOpen
+from outlast.errors import NothingToResume, RunActive, RunNotFound, ThreadNotFound, WaitNotOpen
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import eager, faults
 from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.worker import Worker
 from outlast.service.admission import admit, check_size, completed
 from outlast.service.answers import prepared
+from outlast.service.authz import NOBODY, Authz, configurable_of, matches
 from outlast.service.placement import LangGraphRun, OnThread, Placement
 from outlast.service.standing import (
     ACTIVE,
@@ -39,7 +40,7 @@ from outlast.service.standing import (
     open_waits,
     standing,
 )
-from outlast.store import LgRun, Run, Store, Wait
+from outlast.store import LgRun, NewRun, Run, Store, Wait
 from outlast.store.hub import STATUS, wait_for
 from outlast.store.outbox import NewWebhook
 from outlast.vocabulary import RunStatus
@@ -63,11 +64,13 @@ class RunService:
     settings: Settings
     worker: Worker | None
     principal: str = ""
+    authz: Authz = NOBODY  # the app's @auth.on handlers, for this caller
 
     # -- reading ---------------------------------------------------------------------
 
-    async def get(self, run_id: str) -> Run:
-        """The caller's run, or ``RunNotFound`` (also for another principal's)."""
+    async def get(self, run_id: str, action: str = "read") -> Run:
+        """The caller's run, or ``RunNotFound`` (also for another principal's, and for
+        one on a thread the app's ``threads`` handler filters out for ``action``)."""
         try:
             run_id = str(uuid.UUID(run_id))
         except ValueError:
@@ -75,7 +78,34 @@ class RunService:
         run = await self.store.get_run(run_id)
         if run is None or run.principal != self.principal:
             raise RunNotFound(f"no run {run_id!r}")
+        if not await self.admits(run.thread_id, action, {"run_id": run.id}):
+            raise RunNotFound(f"no run {run_id!r}")
         return run
+
+    async def admits(self, thread_id: str, action: str, value: dict[str, Any]) -> bool:
+        """Whether the app's ``threads`` handler lets the caller ``action`` the thread
+        (its filter against the thread's metadata; a thread with no row passes only
+        an empty filter)."""
+        if not self.authz.active:
+            return True
+        wanted = await self.authz.filter("threads", action, {"thread_id": thread_id, **value})
+        if not wanted:
+            return True
+        found = await self.store.lg_threads(thread_id=thread_id)
+        return bool(found) and matches(found[0].metadata, wanted)
+
+    async def authorize_run(self, thread_id: str | None, value: dict[str, Any]) -> dict[str, Any]:
+        """``threads.create_run`` (a new run, or a resume): the app's handler may stamp
+        ``value["metadata"]``, the metadata returned, to store with the run (and on the
+        thread it makes); an existing thread its filter leaves out is not found."""
+        value = {**value, "thread_id": thread_id, "metadata": dict(value.get("metadata") or {})}
+        wanted = await self.authz.check("threads", "create_run", value)
+        if wanted and thread_id is not None:
+            found = await self.store.lg_threads(thread_id=thread_id)
+            mine = bool(found) and found[0].principal == self.principal
+            if mine and not matches(found[0].metadata, wanted):
+                raise ThreadNotFound(f"Thread with ID {thread_id} not found")
+        return dict(value.get("metadata") or {})
 
     async def open_waits(self, run: Run) -> list[Wait]:
         """What a waiting run waits for (nothing for a run in any other status)."""
@@ -116,6 +146,11 @@ class RunService:
         work starts (and started at once by this process's worker when it has a slot).
         With ``key``, the same request again returns the same run (``created`` False);
         the same key with another request is refused (``IdempotencyKeyReused``)."""
+        if self.authz.active and not isinstance(placement, LangGraphRun):
+            # the LangGraph face asks before it looks at the thread (accept.start)
+            value = {"metadata": request.metadata, "kwargs": {"config": request.config}}
+            stamped = await self.authorize_run(request.thread_id, value)
+            request = dataclasses.replace(request, metadata=stamped)
         new = new_run(
             completed(request, self.settings, self.registry),
             graphs=self.registry.names,
@@ -125,6 +160,8 @@ class RunService:
         )
         if hooks is not None:
             new = dataclasses.replace(new, webhooks=tuple(hooks(new.id)))
+        if self.authz.user is not None:
+            new = _for_user(new, self.authz)
         await admit(self.store, self.settings, self.principal, request.thread_id, key)
         if isinstance(placement, LangGraphRun):
             lg = dataclasses.replace(
@@ -259,6 +296,20 @@ class RunService:
         waiting = [r.id for r in runs if r.status == RunStatus.WAITING]
         waits = await self.store.open_waits(waiting) if waiting else {}
         chosen = [r for r in runs if lg_matches(r, standing(r, waits.get(r.id, [])), wanted)]
+        chosen = [r for r in chosen if await self.admits(r.thread_id, "update", {})]
         for run in chosen:
             await self.cancel(run, reason, rollback_too=rollback_too)
         return len(chosen)
+
+
+def _for_user(new: NewRun, authz: Authz) -> NewRun:
+    """The user in the run's config, where LangGraph's server puts it (after the
+    fingerprint: a retry by the same user is the same request), and the run's metadata
+    on the thread it makes (where the app's handler stamped an owner)."""
+    assert authz.user is not None
+    configurable = {**(new.config.get("configurable") or {}), **configurable_of(authz.user)}
+    return dataclasses.replace(
+        new,
+        config={**new.config, "configurable": configurable},
+        thread_metadata={**new.metadata},
+    )

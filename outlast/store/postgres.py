@@ -202,6 +202,7 @@ class PostgresStore(
             "fingerprint": new.fingerprint,
             "max_attempts": new.max_attempts,
             "options": dumps_or_none(new.options),
+            "thread_metadata": dumps(new.thread_metadata),
             "quiet": new.claim_for is not None,
             "event": dumps(
                 {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from outlast.store.outbox import NewWebhook
@@ -44,6 +44,9 @@ class NewRun:
     claim_for: Claimant | None = None
     # Subscriptions to this run only, inserted with it (LangGraph's per-run `webhook`).
     webhooks: tuple[NewWebhook, ...] = ()
+    # The metadata of the thread this run makes, when it makes one (the app's auth.py
+    # stamps an owner on it); an existing thread keeps its own.
+    thread_metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

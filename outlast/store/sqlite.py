@@ -180,7 +180,12 @@ class SqliteStore(
             options=dumps_or_none(new.options),
         )
         if rows:
-            await tx.rows("touch_thread", thread_id=new.thread_id, principal=new.principal)
+            await tx.rows(
+                "touch_thread",
+                thread_id=new.thread_id,
+                principal=new.principal,
+                metadata=dumps(new.thread_metadata),
+            )
             if new.thread_id is not None:
                 await tx.notify(THREADS, new.thread_id)
             await insert_run_webhooks(tx, new)

@@ -79,7 +79,11 @@ class OutlastHandler(RequestHandler):
         runs = await ctx.store.list_runs(
             thread_id=thread, status=None, limit=50, before=None, principal=ctx.principal
         )
-        mine = [r for r in runs if r.graph == context.state[GRAPH]]
+        mine = [
+            r
+            for r in runs
+            if r.graph == context.state[GRAPH] and await ctx.runs.admits(r.thread_id, "search", {})
+        ]
         waits = await ctx.store.open_waits([r.id for r in mine])
         tasks = [task_of(r, waits.get(r.id, [])) for r in mine]
         return ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
@@ -118,7 +122,7 @@ class OutlastHandler(RequestHandler):
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.id, context.state[GRAPH])
+        run = await self._run(ctx, params.id, context.state[GRAPH], "update")
         if run.terminal:
             raise TaskNotCancelableError(message=f"Task {run.id} is {run.status.value}")
         await ctx.runs.cancel(run, "canceled through A2A")
@@ -164,14 +168,17 @@ class OutlastHandler(RequestHandler):
 
     # -- the run behind a task ---------------------------------------------------------
 
-    async def _run(self, ctx: AppContext, task_id: str, graph: str) -> Run:
-        """The caller's run of this endpoint's graph (any other is no task here)."""
+    async def _run(self, ctx: AppContext, task_id: str, graph: str, action: str = "read") -> Run:
+        """The caller's run of this endpoint's graph (any other is no task here, nor one
+        on a context the app's ``threads`` handler filters out for ``action``)."""
         try:
             uuid.UUID(task_id)
             run = await ctx.store.get_run(task_id)
         except (ValueError, OutlastError):
             run = None
         if run is None or run.principal != ctx.principal or run.graph != graph:
+            raise TaskNotFoundError(message=f"Task {task_id} not found")
+        if not await ctx.runs.admits(run.thread_id, action, {"run_id": run.id}):
             raise TaskNotFoundError(message=f"Task {task_id} not found")
         return run
 
@@ -202,7 +209,7 @@ class OutlastHandler(RequestHandler):
     async def _answer(self, ctx: AppContext, message: Message, graph: str) -> Run:
         """A follow-up: the answer to what the task asks, exactly once. The message id is
         the answer's key: the same message again is recognised, and changes nothing."""
-        run = await self._run(ctx, message.task_id, graph)
+        run = await self._run(ctx, message.task_id, graph, "create_run")
         if message.context_id and message.context_id != run.thread_id:
             raise InvalidParamsError(message=f"contextId is not task {run.id}'s")
         key = f"a2a:{message.message_id}"

@@ -23,7 +23,6 @@ from outlast.api.lg.access import (
     BadRequest,
     Conflict,
     Found,
-    ThreadNotFound,
     Unprocessable,
     find_thread,
     found,
@@ -31,6 +30,7 @@ from outlast.api.lg.access import (
 from outlast.api.lg.assistants import resolve_assistant
 from outlast.api.lg.schemas import UNSUPPORTED_MODES, RunCreate
 from outlast.api.schemas import check_config
+from outlast.errors import ThreadNotFound
 from outlast.runtime.accept import RunRequest
 from outlast.runtime.options import KEPT_MODES
 from outlast.service.admission import check_size
@@ -56,13 +56,16 @@ async def start(
     is not part of the idempotency fingerprint: a retry gets the same run and thread).
     ``streamed``: the response streams the run (its modes are kept in the log)."""
     assistant = await checked(ctx, body)
+    if ctx.authz.active:  # threads.create_run, asked once, before the thread is looked at
+        body = body.model_copy(update={"metadata": await _authorized(ctx, thread_id, body)})
     modes = _modes(body)
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
     if thread_id is None and body.resumes():
         raise BadRequest("You must provide a thread_id when resuming.")
     if thread_id is not None:
-        await _thread_for_run(ctx, thread_id, body.if_not_exists)
+        made_with = (body.metadata or {}) if ctx.authz.active else {}
+        await _thread_for_run(ctx, thread_id, body.if_not_exists, made_with)
     now = dt.datetime.now(dt.UTC)
     draft = LgRun(
         id=str(uuid.uuid4()),
@@ -227,14 +230,32 @@ def _kwargs(body: RunCreate, modes: list[str]) -> dict[str, Any]:
     }
 
 
-async def _thread_for_run(ctx: AppContext, thread_id: str, if_not_exists: str) -> None:
-    thread = await find_thread(ctx, thread_id)
+async def _authorized(ctx: AppContext, thread_id: str | None, body: RunCreate) -> dict[str, Any]:
+    """The app's ``threads.create_run`` handler on LangGraph's ``RunsCreate``: the run's
+    metadata as it stamped it (a thread its filter leaves out is not found)."""
+    asked = {
+        "assistant_id": body.assistant_id,
+        "metadata": body.metadata,
+        "multitask_strategy": body.multitask_strategy,
+        "if_not_exists": body.if_not_exists,
+        "after_seconds": body.after_seconds,
+        "kwargs": _kwargs(body, body.modes()),
+    }
+    return await ctx.runs.authorize_run(thread_id, asked)
+
+
+async def _thread_for_run(
+    ctx: AppContext, thread_id: str, if_not_exists: str, metadata: dict[str, Any]
+) -> None:
+    """The run's thread, made with ``metadata`` if it does not exist and may be made (the
+    app's handler was asked already, ``_authorized``)."""
+    thread = await find_thread(ctx, thread_id, None)
     if thread is not None:
         return
     if if_not_exists != "create":
         raise ThreadNotFound("Thread or assistant not found.")
-    _, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, {})
-    if not created and await find_thread(ctx, thread_id) is None:
+    _, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, metadata)
+    if not created and await find_thread(ctx, thread_id, None) is None:
         # another principal's thread: refused without saying whose or what it holds
         raise Unprocessable(f"thread_id {thread_id!r} cannot be used; choose another")
 

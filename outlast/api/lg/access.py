@@ -13,20 +13,16 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
-from outlast.errors import OutlastError, RunNotFound
+from outlast.errors import OutlastError, RunNotFound, ThreadNotFound
 from outlast.graph.factories import Access, AccessContext
 from outlast.runtime.policy import asks_for_the_runtime
+from outlast.service.authz import configurable_of
 from outlast.service.standing import NOT_WAITING, Standing, lg_run_status, standing
 from outlast.store import LgRun, Run, Thread, Wait
 from outlast.store.base import system_assistant_id
 from outlast.store.items import for_principal
 from outlast.store.lgthreads import native
 from outlast.vocabulary import WaitStatus
-
-
-class ThreadNotFound(OutlastError):
-    status = 404
-    title = "Thread not found"
 
 
 class Conflict(OutlastError):
@@ -44,15 +40,33 @@ class Unprocessable(OutlastError):
     title = "Unprocessable request"
 
 
-async def find_thread(ctx: AppContext, thread_id: str) -> Thread | None:
+async def find_thread(
+    ctx: AppContext,
+    thread_id: str,
+    action: str | None = "read",
+    value: dict[str, Any] | None = None,
+) -> Thread | None:
+    """The caller's thread, if the app's ``threads`` handler for ``action`` (asked with
+    ``value``, which it may change: the caller reads it back) lets it through: a thread
+    its filter leaves out does not exist. ``action`` None: asked already."""
     found = await ctx.store.lg_threads(thread_id=thread_id)
     if not found or found[0].principal != ctx.principal:
         return None
+    if action is not None:
+        request = value if value is not None else {}
+        request.setdefault("thread_id", thread_id)
+        if not await ctx.authz.admits("threads", action, request, found[0].metadata):
+            return None
     return found[0]
 
 
-async def thread_or_404(ctx: AppContext, thread_id: str) -> Thread:
-    thread = await find_thread(ctx, thread_id)
+async def thread_or_404(
+    ctx: AppContext,
+    thread_id: str,
+    action: str | None = "read",
+    value: dict[str, Any] | None = None,
+) -> Thread:
+    thread = await find_thread(ctx, thread_id, action, value)
     if thread is None:
         raise ThreadNotFound(f"Thread with ID {thread_id} not found")
     return thread
@@ -82,6 +96,8 @@ async def thread_graph(
         latest = await ctx.store.get_run(thread.run_id)
         configurable = dict((latest.config.get("configurable") if latest else None) or {})
     configurable.update(thread_id=thread.thread_id, graph_id=graph_id)
+    if ctx.authz.user is not None:  # who reads, as LangGraph's server says it
+        configurable.update(configurable_of(ctx.authz.user))
     use = Access(
         context,
         ctx.store.checkpointer(),
@@ -137,7 +153,13 @@ class Found:
         return lg_run_status(self.run, self.latest, self.stands)
 
 
-async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> Found:
+async def lg_run_or_404(
+    ctx: AppContext,
+    thread_id: str | None,
+    run_id: str,
+    action: str = "read",
+    value: dict[str, Any] | None = None,
+) -> Found:
     missing = RunNotFound(f"Run with ID {run_id} not found")
     try:
         uuid.UUID(run_id)
@@ -152,6 +174,8 @@ async def lg_run_or_404(ctx: AppContext, thread_id: str | None, run_id: str) -> 
             raise missing  # not a LangGraph run id
         lg = native(run, system_assistant_id(run.graph))
     if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
+        raise missing
+    if not await ctx.runs.admits(lg.thread_id, action, {"run_id": run_id, **(value or {})}):
         raise missing
     return await found(ctx, lg, run)
 

@@ -285,7 +285,7 @@ async def cancel_run(
     ``cancelled`` (``wait=1`` returns once it has). ``rollback`` also removes the run
     from the LangGraph face (404 afterwards)."""
     ctx = ctx_of(request)
-    f = await lg_run_or_404(ctx, thread_id, run_id)
+    f = await lg_run_or_404(ctx, thread_id, run_id, "update", {"action": action})
     await _cancel(ctx, f, action)
     if action == "rollback":
         # answered once its run has ended, rolled back by its worker (as it always has
@@ -316,7 +316,7 @@ async def delete_run(request: Request, thread_id: ThreadId, run_id: RunId) -> Re
     """Removes the run from the LangGraph face; an active run must be cancelled first
     (deleting it would leave its work running unseen)."""
     ctx = ctx_of(request)
-    f = await lg_run_or_404(ctx, thread_id, run_id)
+    f = await lg_run_or_404(ctx, thread_id, run_id, "delete")
     await ctx.runs.forget(f.run, still_its_stretch=f.latest)
     return Response(status_code=204)
 
@@ -374,7 +374,8 @@ async def cancel_many(
         raise Unprocessable("give either thread_id with run_ids, or status")
     if body.run_ids is not None:
         for run_id in body.run_ids:
-            await _cancel(ctx, await lg_run_or_404(ctx, body.thread_id, run_id), action)
+            found = await lg_run_or_404(ctx, body.thread_id, run_id, "update", {"action": action})
+            await _cancel(ctx, found, action)
         return Response(status_code=204)
     reason = f"cancelled in bulk (action={action})"
     await ctx.runs.cancel_where(body.status or "all", reason, rollback_too=action == "rollback")

@@ -107,6 +107,15 @@ def _items(request: Request) -> BaseStore:
     return for_principal(ctx.store.items, ctx.principal)
 
 
+async def _asked(request: Request, action: str, namespace: Any, **value: Any) -> Any:
+    """The app's ``store`` handler for ``action``: the namespace as it rewrote it (its
+    usual work: the user's identity in front), or as asked."""
+    asked = {"namespace": namespace, **value}
+    await ctx_of(request).authz.check("store", action, asked)
+    found = asked.get("namespace")
+    return tuple(found) if found is not None else None
+
+
 def _namespace(labels: list[str], *, what: str = "namespace") -> tuple[str, ...]:
     try:
         return check_labels(labels)
@@ -129,6 +138,7 @@ async def put_item(request: Request, body: PutItem) -> Response:
         raise InvalidNamespace("namespace: an item needs at least one label")
     if namespace[0] == "langgraph":
         raise InvalidNamespace('namespace: the root label "langgraph" is reserved')
+    namespace = await _asked(request, "put", namespace, key=body.key, value=body.value)
     await _items(request).aput(namespace, body.key, body.value, body.index, ttl=body.ttl)
     return Response(status_code=204)
 
@@ -149,13 +159,15 @@ async def get_item(
     except ValueError as exc:
         raise InvalidNamespace(f"namespace or key: {exc}") from None
     labels = _namespace(namespace.split(".") if namespace else [])
+    labels = await _asked(request, "get", labels, key=key)
     item = await _items(request).aget(labels, key, refresh_ttl=refresh_ttl)
     return None if item is None else item.dict()
 
 
 @router.delete("/store/items", status_code=204)
 async def delete_item(request: Request, body: DeleteItem) -> Response:
-    await _items(request).adelete(_namespace(body.namespace), body.key)
+    namespace = await _asked(request, "delete", _namespace(body.namespace), key=body.key)
+    await _items(request).adelete(namespace, body.key)
     return Response(status_code=204)
 
 
@@ -166,6 +178,9 @@ async def search_items(request: Request, body: SearchItems) -> dict[str, Any]:
         check_filter(body.filter)
     except ValueError as exc:
         raise InvalidFilter(str(exc)) from None
+    prefix = await _asked(
+        request, "search", prefix, filter=body.filter, limit=body.limit, offset=body.offset
+    )
     found = await _items(request).asearch(
         prefix,
         query=body.query,
@@ -179,8 +194,9 @@ async def search_items(request: Request, body: SearchItems) -> dict[str, Any]:
 
 @router.post("/store/namespaces")
 async def list_namespaces(request: Request, body: ListNamespaces) -> dict[str, Any]:
+    prefix = await _asked(request, "list_namespaces", _path(body.prefix, "prefix"))
     found = await _items(request).alist_namespaces(
-        prefix=_path(body.prefix, "prefix"),
+        prefix=prefix,
         suffix=_path(body.suffix, "suffix"),
         max_depth=body.max_depth,
         limit=body.limit,

@@ -45,6 +45,7 @@ from outlast.api.schemas import NO_NUL
 from outlast.errors import GraphLoadError
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
+from outlast.service.authz import matches
 from outlast.service.standing import lg_thread_status
 from outlast.store import RunStatus, Thread
 from outlast.store.lgthreads import contains
@@ -70,9 +71,17 @@ async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
 async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()]) -> Any:
     ctx = ctx_of(request)
     thread_id = body.thread_id or str(uuid.uuid4())
-    thread, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, body.metadata)
+    asked: dict[str, Any] = {
+        "thread_id": thread_id,
+        "metadata": dict(body.metadata),
+        "if_exists": body.if_exists,
+    }
+    wanted = await ctx.authz.check("threads", "create", asked)  # may stamp the metadata
+    metadata = dict(asked.get("metadata") or {})
+    thread, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, metadata)
     if not created:
-        if body.if_exists == "raise" or thread.principal != ctx.principal:
+        theirs = thread.principal != ctx.principal or not matches(thread.metadata, wanted)
+        if body.if_exists == "raise" or theirs:
             raise Conflict(f"Thread {thread_id} already exists")
         return await view(ctx, thread)
     if body.supersteps:
@@ -109,7 +118,7 @@ async def search_threads(
     there are more, ``X-Pagination-Next`` (the next offset)."""
     ctx = ctx_of(request)
     query = body or ThreadSearch()
-    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=query.metadata)
+    threads = await _searched(ctx, query.metadata, query.model_dump(exclude_none=True))
     if query.ids is not None:
         wanted = set(query.ids)
         threads = [t for t in threads if t.thread_id in wanted]
@@ -133,6 +142,16 @@ async def search_threads(
     return page
 
 
+async def _searched(
+    ctx: AppContext, metadata: dict[str, Any] | None, asked: dict[str, Any]
+) -> list[Thread]:
+    """The caller's threads with ``metadata``, less those the app's ``threads.search``
+    handler filters out (a search and a count see the same threads)."""
+    wanted = await ctx.authz.check("threads", "search", asked)
+    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=metadata)
+    return [t for t in threads if matches(t.metadata, wanted)]
+
+
 def _has(values: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return contains(values, wanted)
 
@@ -143,7 +162,7 @@ async def count_threads(
 ) -> int:
     ctx = ctx_of(request)
     query = body or ThreadCount()
-    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=query.metadata)
+    threads = await _searched(ctx, query.metadata, query.model_dump(exclude_none=True))
     if query.status is None and not query.values:
         return len(threads)
     views = [await view(ctx, t) for t in threads]
@@ -165,8 +184,9 @@ async def patch_thread(
     prefer: Annotated[str | None, Header()] = None,
 ) -> Any:
     ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id)
-    thread = await ctx.store.lg_set_thread_metadata(thread_id, body.metadata)
+    asked: dict[str, Any] = {"metadata": dict(body.metadata)}
+    await thread_or_404(ctx, thread_id, "update", asked)  # may stamp the metadata
+    thread = await ctx.store.lg_set_thread_metadata(thread_id, dict(asked.get("metadata") or {}))
     if thread is None:
         thread = await thread_or_404(ctx, thread_id)
     if prefer and "return=minimal" in prefer:
@@ -179,7 +199,7 @@ async def delete_thread(request: Request, thread_id: ThreadId) -> Response:
     """The thread, its runs and their logs, and its checkpoints. A run still executing
     loses its lease (its row is gone) and its worker stops writing."""
     ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id)
+    await thread_or_404(ctx, thread_id, "delete")
     await ctx.store.lg_delete_thread(thread_id)
     await ctx.store.checkpointer().adelete_thread(thread_id)
     return Response(status_code=204)
@@ -192,7 +212,9 @@ async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
     ctx = ctx_of(request)
     source = await thread_or_404(ctx, thread_id)
     target_id = str(uuid.uuid4())
-    metadata = {**source.metadata}
+    asked: dict[str, Any] = {"thread_id": target_id, "metadata": {**source.metadata}}
+    await ctx.authz.check("threads", "create", asked)  # a copy is a new thread
+    metadata = dict(asked.get("metadata") or {})
     await ctx.store.lg_create_thread(target_id, ctx.principal, metadata)
     await _copy_checkpoints(ctx, source.thread_id, target_id)
     copied = await thread_or_404(ctx, target_id)
@@ -271,7 +293,7 @@ async def update_state(
     steps and this update would interleave in one lineage (a waiting run holds no
     worker, so its thread may be updated)."""
     ctx = ctx_of(request)
-    thread = await thread_or_404(ctx, thread_id)
+    thread = await thread_or_404(ctx, thread_id, "update")
     if lg_thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:
         raise Conflict(f"Thread {thread_id} has an active run; wait for it or cancel it")
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}

@@ -32,12 +32,12 @@ from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
-from outlast.api.lg.access import ThreadNotFound, find_thread
+from outlast.api.lg.access import find_thread
 from outlast.api.lg.threads import ThreadId
 from outlast.api.protocol.cursor import thread_head
 from outlast.api.protocol.methods import METHODS, Call, Handler, Refused
 from outlast.api.protocol.params import explain
-from outlast.errors import OutlastError, RunNotFound, WaitNotFound, WaitNotOpen
+from outlast.errors import OutlastError, RunNotFound, ThreadNotFound, WaitNotFound, WaitNotOpen
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from outlast.api.context import AppContext
+from outlast.api.edge import ctx_of
 from outlast.api.lg.access import find_thread
 from outlast.api.protocol import commands
 from outlast.api.protocol.events import Filter, parse_request, thread_events
@@ -46,8 +46,7 @@ def _success(command_id: Any, result: dict[str, Any]) -> dict[str, Any]:
 
 @router.websocket("/threads/{thread_id}/stream/events")
 async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
-    base: AppContext = websocket.app.state.ctx
-    ctx = dataclasses.replace(base, principal=getattr(websocket.state, "principal", ""))
+    ctx = ctx_of(websocket)
     if await find_thread(ctx, thread_id) is None:
         await websocket.close(code=_NOT_FOUND)
         return

@@ -26,8 +26,8 @@ WITH ins AS (
     -- the thread exists from its first run on (LangGraph's clients list threads); DO
     -- UPDATE, not DO NOTHING: the row stays locked until the commit, which serializes
     -- the acceptances of one thread (an eager claim relies on it)
-    INSERT INTO outlast_threads (thread_id, principal)
-    SELECT thread_id, principal FROM ins
+    INSERT INTO outlast_threads (thread_id, principal, metadata)
+    SELECT thread_id, principal, %(thread_metadata)s::jsonb FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
 -- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces

@@ -17,8 +17,8 @@ RETURNING *;
 
 -- name: touch_thread
 -- Create or touch the run's thread row (LangGraph's clients list threads).
-INSERT INTO outlast_threads (thread_id, principal, created_at, updated_at)
-VALUES (:thread_id, :principal, (SELECT now FROM outlast_clock),
+INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at)
+VALUES (:thread_id, :principal, :metadata, (SELECT now FROM outlast_clock),
         (SELECT now FROM outlast_clock))
 ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at;
 

@@ -1,0 +1,162 @@
+"""A LangGraph app's own ``auth.py``: its ``Auth()`` object, behind every face.
+
+``langgraph.json``'s ``auth.path`` names a ``langgraph_sdk.auth.Auth``. Its
+``@auth.authenticate`` handler says who calls (``api/userauth.py`` runs it on every
+request, in place of outlast's API keys); the identity it returns is the caller's
+principal, so outlast's own scoping (a principal's runs, threads, items) holds as it
+does with keys. Its ``@auth.on`` handlers are asked here, once per operation, by every
+face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A):
+``None``/``True`` allows, ``False`` refuses (``403``), a dict is a filter on the
+resource's metadata (a thread that fails it does not exist for the caller: ``404`` on a
+read, absent from a search), and what the handler writes into ``value["metadata"]`` is
+what gets stored. The most specific handler answers, as on LangGraph's server: the
+resource's action, the resource, the action on any resource, then the global one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph_sdk.auth import Auth
+from langgraph_sdk.auth.exceptions import HTTPException
+from langgraph_sdk.auth.types import AuthContext
+
+from outlast.errors import GraphLoadError, OutlastError
+from outlast.graph.users import User, configurable_of, user_in, user_of
+
+Filter = dict[str, Any]
+
+
+class Forbidden(OutlastError):
+    status = 403
+    title = "Forbidden"
+
+
+class AuthRefused(OutlastError):
+    """An ``Auth.exceptions.HTTPException`` raised by a handler: its status and detail."""
+
+    title = "Refused by the app's auth handler"
+
+
+_REFUSALS: dict[int, type[AuthRefused]] = {}
+
+
+def refused(exc: HTTPException) -> AuthRefused:
+    """The handler's ``HTTPException`` as an error every face shapes (its status is a
+    class attribute, as every ``OutlastError``'s: one subclass per status)."""
+    cls = _REFUSALS.get(exc.status_code)
+    if cls is None:
+        cls = type(f"AuthRefused{exc.status_code}", (AuthRefused,), {"status": exc.status_code})
+        _REFUSALS[exc.status_code] = cls
+    return cls(str(exc.detail))
+
+
+def load(target: str, base: Any) -> Auth:
+    """The ``Auth`` that ``auth.path`` names, or a ``ManifestError`` naming the key."""
+    from outlast.graph.manifest import ManifestError
+    from outlast.importing import resolve_in
+
+    try:
+        found = resolve_in(target, base)
+    except (ImportError, GraphLoadError, OSError, SyntaxError) as exc:
+        raise ManifestError(f"auth.path: {target!r} does not import: {exc}") from exc
+    except Exception as exc:  # a module that raises as it is imported names nothing
+        raise ManifestError(f"auth.path: {target!r}: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(found, Auth):
+        raise ManifestError(
+            f"auth.path: {target!r} is a {type(found).__name__}, not a langgraph_sdk Auth()"
+        )
+    return found
+
+
+def matches(metadata: Mapping[str, Any], wanted: Filter | None) -> bool:
+    """A handler's filter against a resource's metadata: ``{"k": v}`` and ``{"k":
+    {"$eq": v}}`` equality, ``{"k": {"$contains": v}}`` membership of ``v`` (or of every
+    element of a list ``v``) in the list ``metadata[k]``; keys are ANDed."""
+    for key, want in (wanted or {}).items():
+        have = metadata.get(key)
+        if isinstance(want, Mapping) and ("$eq" in want or "$contains" in want):
+            if "$eq" in want and have != want["$eq"]:
+                return False
+            if "$contains" in want and not _contains(have, want["$contains"]):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def _contains(have: Any, want: Any) -> bool:
+    if not isinstance(have, Sequence) or isinstance(have, str):
+        return False
+    wanted = want if isinstance(want, list) else [want]
+    return all(w in have for w in wanted)
+
+
+def handler_for(auth: Auth, resource: str, action: str) -> Any:
+    """The most specific handler, as LangGraph's server picks it (None: allowed)."""
+    for key in ((resource, action), (resource, "*"), ("*", action)):
+        if key in auth._handlers:
+            return auth._handlers[key][-1]
+    return auth._global_handlers[-1] if auth._global_handlers else None
+
+
+@dataclass(frozen=True, slots=True)
+class Authz:
+    """The app's handlers, asked for one caller (``user``); without an ``auth.py``
+    (``auth`` None) everything is allowed and nothing is filtered."""
+
+    auth: Auth | None = None
+    user: User | None = None
+    # per request: what was asked already → its filter (a route and the lookups it
+    # makes ask the handler once)
+    _asked: dict[tuple[str, str, str], Filter | None] = field(default_factory=dict, compare=False)
+
+    @property
+    def active(self) -> bool:
+        return self.auth is not None and self.user is not None
+
+    async def check(self, resource: str, action: str, value: dict[str, Any]) -> Filter | None:
+        """Ask the handler for ``resource``/``action`` about ``value`` (which it may
+        change in place): its filter, or None; ``Forbidden`` on ``False``."""
+        if self.auth is None or self.user is None:
+            return None
+        handler = handler_for(self.auth, resource, action)
+        if handler is None:
+            return None
+        ctx = AuthContext(
+            permissions=self.user.permissions,
+            user=self.user,  # a BaseUser by its members
+            resource=resource,  # type: ignore[arg-type]
+            action=action,  # type: ignore[arg-type]
+        )
+        try:
+            result = handler(ctx=ctx, value=value)
+            if inspect.isawaitable(result):
+                result = await result
+        except HTTPException as exc:
+            raise refused(exc) from None
+        if result is False:
+            raise Forbidden(f"{resource}.{action} is not allowed for {self.user.identity}")
+        return dict(result) if isinstance(result, Mapping) and result else None
+
+    async def filter(self, resource: str, action: str, value: dict[str, Any]) -> Filter | None:
+        """``check``, asked once per request for a value that carries no changes."""
+        if not self.active:
+            return None
+        key = (resource, action, repr(sorted(value.items(), key=lambda kv: kv[0])))
+        if key not in self._asked:
+            self._asked[key] = await self.check(resource, action, value)
+        return self._asked[key]
+
+    async def admits(
+        self, resource: str, action: str, value: dict[str, Any], metadata: Mapping[str, Any]
+    ) -> bool:
+        """Whether the resource with ``metadata`` passes the handler's filter."""
+        return matches(metadata, await self.filter(resource, action, value))
+
+
+NOBODY = Authz()
+__all__ = ["NOBODY", "Authz", "User", "configurable_of", "matches", "user_in", "user_of"]
