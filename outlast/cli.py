@@ -142,10 +142,12 @@ def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
 def _manifest_ok(settings: Settings) -> bool:
     """``langgraph.json`` checked before anything starts: a key of the wrong shape stops
     the server here, naming the key; keys outlast ignores are listed (a warning)."""
+    from outlast.api.user_app import UserApp
     from outlast.graph.manifest import Manifest, ManifestError, ignored
 
     try:
         manifest = Manifest.read(settings.graphs_file)
+        UserApp.load(manifest)  # http.app imports and is an ASGI app
     except ManifestError as exc:
         console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
         return False

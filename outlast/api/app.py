@@ -25,11 +25,13 @@ from outlast.api.limits import BodyLimitProblems
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
+from outlast.api.serving import Serving
 from outlast.api.threads import router as threads_router
 from outlast.api.waits import router as waits_router
 from outlast.api.webhooks import BODIES
 from outlast.api.webhooks import router as webhooks_router
 from outlast.config import Settings
+from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
@@ -48,12 +50,18 @@ class OutlastAPI(FastAPI):
     box: SecretBox | None = None  # stream tokens (api/stream_tokens.py)
 
     cors_origins: tuple[str, ...] = ("*",)
+    serving: Serving = Serving()  # langgraph.json's http section (api/serving.py)
 
     def build_middleware_stack(self) -> ASGIApp:
-        inner = Authenticate(super().build_middleware_stack(), self.keys, self.limiter, self.box)
-        # CORS outside authentication: a browser's preflight carries no key.
-        return lg.cors(
-            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)), self.cors_origins
+        def authenticate(app: ASGIApp) -> ASGIApp:
+            return Authenticate(app, self.keys, self.limiter, self.box)
+
+        routes = self.router.routes
+        inner = self.serving.around(super().build_middleware_stack(), routes, authenticate)
+        return self.serving.outside(
+            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)),
+            self.cors_origins,
+            routes,
         )
 
 
@@ -72,15 +80,19 @@ def create_app(
     ``settle_heap``: once started, set the heap aside from the garbage collector
     (``outlast/heap.py``); for a process that serves this app alone."""
     settings = settings or Settings()
-    parts = _Parts(settings, store, registry, with_worker, migrate, on_worker_failed, settle_heap)
+    serving = Serving.of(Manifest.read(settings.graphs_file))
+    parts = _Parts(
+        settings, store, registry, with_worker, migrate, on_worker_failed, settle_heap, serving
+    )
     app = OutlastAPI(
         title="outlast",
         version=__version__,
         description="A durable runtime for LangGraph agents: the connection can die; "
         "the agent does not.",
-        lifespan=parts.lifespan,
+        lifespan=serving.lifespan(parts.lifespan),
         max_body_size=settings.max_body_bytes,
     )
+    app.serving = serving
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)
     app.box = SecretBox.from_settings(settings) if app.keys.enabled else None
@@ -97,6 +109,7 @@ def create_app(
     app.include_router(protocol_commands_router)
     console.install(app)
     app.include_router(health_router)
+    serving.prune(app)
     return app
 
 
@@ -112,6 +125,7 @@ class _Parts:
     migrate: bool
     on_worker_failed: Callable[[BaseException], None] | None
     settle_heap: bool
+    serving: Serving
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
@@ -132,7 +146,7 @@ class _Parts:
         task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
         if task is not None:
             task.add_done_callback(self._worker_ended)
-        app.state.ctx = AppContext(s, graphs, self.settings, worker)
+        app.state.ctx = AppContext(s, graphs, self.settings, worker, http=self.serving.runs)
         if self.settle_heap:
             heap.settle()
         try:

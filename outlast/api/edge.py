@@ -31,7 +31,11 @@ class BadHeader(OutlastError):
 def ctx_of(request: Request) -> AppContext:
     """The app's context, seen by this request's principal."""
     ctx: AppContext = request.app.state.ctx
-    return dataclasses.replace(ctx, principal=getattr(request.state, "principal", ""))
+    return dataclasses.replace(
+        ctx,
+        principal=getattr(request.state, "principal", ""),
+        http=ctx.http.bound(request.headers),
+    )
 
 
 def checked_key(key: str | None) -> str | None:
