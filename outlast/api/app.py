@@ -109,7 +109,7 @@ def create_app(
     app.include_router(protocol_commands_router)
     console.install(app)
     app.include_router(health_router)
-    serving.prune(app)
+    serving.report(app)
     return app
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import RouteContext
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
@@ -29,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from outlast.api.lg import EXPOSED
 from outlast.api.problems import langgraph_face
 from outlast.api.run_headers import RunHttp
-from outlast.api.user_app import UserApp
+from outlast.api.user_app import UserApp, flat
 from outlast.graph.manifest import CorsSection, HttpSection, Manifest
 
 log = logging.getLogger(__name__)
@@ -77,15 +78,15 @@ class Serving:
             for p in paths
         )
 
-    def prune(self, app: FastAPI) -> None:
-        """Take the disabled groups' routes away; report the app's routes that hide
-        outlast's (a warning at start-up, naming both)."""
+    def ours(self, routes: Sequence[BaseRoute]) -> tuple[RouteContext, ...]:
+        """Outlast's routes as served: each one, less the disabled groups'."""
         gone = self.disabled()
-        app.router.routes[:] = [
-            r for r in app.router.routes if not _under(getattr(r, "path", ""), gone)
-        ]
+        return tuple(r for r in flat(routes) if not _under(r.path or "", gone))
+
+    def report(self, app: FastAPI) -> None:
+        """The app's routes that hide outlast's: a warning at start-up, naming both."""
         if self.user is not None:
-            for shadow in self.user.shadows(app.router.routes):
+            for shadow in self.user.shadows(self.ours(app.router.routes)):
                 log.warning("langgraph.json http.app %s: %s", self.user.target, shadow)
 
     def lifespan(self, ours: Lifespan) -> Lifespan:
@@ -103,12 +104,16 @@ class Serving:
 
         return both
 
-    def around(self, routes: ASGIApp, ours: Sequence[BaseRoute], authenticate: Wrap) -> ASGIApp:
-        """Outlast's routes (``routes``, their FastAPI stack), the app's routes beside them,
-        authentication and the app's middleware in ``middleware_order``."""
+    def around(self, routes: ASGIApp, table: Sequence[BaseRoute], authenticate: Wrap) -> ASGIApp:
+        """Outlast's routes (``routes``, their FastAPI stack; ``table``, the routes) less
+        the disabled groups, the app's routes beside them, authentication and the app's
+        middleware in ``middleware_order``."""
+        gone = self.disabled()
+        routes = _Disabled(routes, gone) if gone else routes
         user = self.user
         if user is None:
             return authenticate(routes)
+        ours = self.ours(table)
         mine = user.serve_routes()
         dispatch = _Dispatch(user, ours, mine, routes)
 
@@ -122,18 +127,33 @@ class Serving:
             return guard(user.wrap(dispatch))
         return user.wrap(guard(dispatch))
 
-    def outside(self, inner: ASGIApp, origins: Sequence[str], ours: Sequence[BaseRoute]) -> ASGIApp:
+    def outside(
+        self, inner: ASGIApp, origins: Sequence[str], table: Sequence[BaseRoute]
+    ) -> ASGIApp:
         """CORS (outside authentication: a browser's preflight carries no key), then the
         mount prefix outermost."""
         app = _cors(inner, origins, self.section.cors)
         prefix = self.section.mount_prefix
-        return _Prefixed(app, prefix, self.user, ours) if prefix else app
+        return _Prefixed(app, prefix, self.user, self.ours(table)) if prefix else app
+
+
+class _Disabled:
+    """The disabled groups' paths answer 404, as if their routes were not there."""
+
+    def __init__(self, app: ASGIApp, gone: Sequence[str]) -> None:
+        self.app, self.gone = app, gone
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and _under(scope["path"], self.gone):
+            await _not_found(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 class _Dispatch:
     """The app's routes for what they take, ``other`` for the rest."""
 
-    def __init__(self, user: UserApp, ours: Sequence[BaseRoute], mine: ASGIApp, other: ASGIApp):
+    def __init__(self, user: UserApp, ours: Sequence[RouteContext], mine: ASGIApp, other: ASGIApp):
         self.user, self.ours, self.mine, self.other = user, ours, mine, other
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -166,7 +186,7 @@ class _Prefixed:
     only (the request goes on without it); outlast's own routes only without it."""
 
     def __init__(
-        self, app: ASGIApp, prefix: str, user: UserApp | None, ours: Sequence[BaseRoute]
+        self, app: ASGIApp, prefix: str, user: UserApp | None, ours: Sequence[RouteContext]
     ) -> None:
         self.app, self.prefix, self.user, self.ours = app, prefix, user, ours
 

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from fastapi.routing import RouteContext, iter_route_contexts
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Match, Mount, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -41,7 +42,7 @@ _DOC_URLS = ("openapi_url", "docs_url", "redoc_url", "swagger_ui_oauth2_redirect
 class UserApp:
     target: str
     app: ASGIApp
-    routes: tuple[BaseRoute, ...]  # the ones it serves (empty: not a Starlette app)
+    routes: tuple[RouteContext, ...]  # the ones it serves (empty: not a Starlette app)
 
     @classmethod
     def load(cls, manifest: Manifest) -> UserApp | None:
@@ -66,7 +67,7 @@ class UserApp:
     def starlette(self) -> Starlette | None:
         return self.app if isinstance(self.app, Starlette) else None
 
-    def takes(self, scope: Scope, ours: Sequence[BaseRoute]) -> bool:
+    def takes(self, scope: Scope, ours: Sequence[RouteContext]) -> bool:
         """Whether the request is the app's: one of its routes matches it (a match of the
         path alone, whose method differs, only when no outlast route matches it fully).
         A bare ASGI app takes what no outlast route matches."""
@@ -116,7 +117,7 @@ class UserApp:
         async with app.router.lifespan_context(app) as state:
             yield state
 
-    def shadows(self, ours: Sequence[BaseRoute]) -> list[str]:
+    def shadows(self, ours: Sequence[RouteContext]) -> list[str]:
         """Each outlast route a route of the app hides, as ``METHOD path (http.app) hides
         outlast's METHOD path``: tried both ways, each side's path (its parameters given a
         value they accept) against the other's routes."""
@@ -142,13 +143,19 @@ def _asgi(app: Any) -> bool:
     return varargs or len(positional) == 3
 
 
-def _served_routes(app: Starlette) -> tuple[BaseRoute, ...]:
+def flat(routes: Sequence[BaseRoute]) -> tuple[RouteContext, ...]:
+    """Each route as served, an included router's with its prefix (FastAPI keeps an
+    included router as one route)."""
+    return tuple(iter_route_contexts(routes))
+
+
+def _served_routes(app: Starlette) -> tuple[RouteContext, ...]:
     """Its routes, less FastAPI's generated documentation (outlast serves its own)."""
     docs = {getattr(app, name, None) for name in _DOC_URLS} - {None}
-    return tuple(r for r in app.routes if getattr(r, "path", None) not in docs)
+    return tuple(r for r in flat(app.routes) if r.path not in docs)
 
 
-def _best(routes: Sequence[BaseRoute], scope: Scope) -> Match:
+def _best(routes: Sequence[RouteContext], scope: Scope) -> Match:
     best = Match.NONE
     for route in routes:
         match, _ = route.matches(scope)
@@ -159,35 +166,35 @@ def _best(routes: Sequence[BaseRoute], scope: Scope) -> Match:
     return best
 
 
-def _sample(route: BaseRoute) -> str | None:
-    path = getattr(route, "path_format", None) or getattr(route, "path", None)
+def _sample(route: RouteContext) -> str | None:
+    path = route.path_format or route.path
     if not isinstance(path, str):
         return None
-    for name, convertor in getattr(route, "param_convertors", {}).items():
+    for name, convertor in (getattr(route, "param_convertors", None) or {}).items():
         kind = type(convertor).__name__.removesuffix("Convertor").lower()
         path = path.replace("{" + name + "}", _SAMPLES.get(kind, "x1"))
-    return (path + "/x1") if isinstance(route, Mount) else path
+    return (path + "/x1") if isinstance(route.original_route, Mount) else path
 
 
-def _requests(route: BaseRoute) -> list[Scope]:
+def _requests(route: RouteContext) -> list[Scope]:
     """Requests the route answers (one per method; a websocket's handshake)."""
     path = _sample(route)
     if path is None:
         return []
-    if isinstance(route, WebSocketRoute):
+    if isinstance(route.original_route, WebSocketRoute):
         return [{"type": "websocket", "path": path, "root_path": ""}]
-    methods = sorted((getattr(route, "methods", None) or {"GET"}) - {"HEAD"})
+    methods = sorted((route.methods or {"GET"}) - {"HEAD"})
     return [{"type": "http", "path": path, "root_path": "", "method": m} for m in methods]
 
 
-def _label(route: BaseRoute, scope: Scope) -> str:
-    if isinstance(route, Mount):
+def _label(route: RouteContext, scope: Scope) -> str:
+    if isinstance(route.original_route, Mount):
         return f"{route.path}/… (mounted)"
-    path = getattr(route, "path", "?")
+    path = route.path or "?"
     return f"WEBSOCKET {path}" if scope["type"] == "websocket" else f"{scope['method']} {path}"
 
 
-def _overlap(mine: BaseRoute, theirs: BaseRoute) -> set[str]:
+def _overlap(mine: RouteContext, theirs: RouteContext) -> set[str]:
     out: set[str] = set()
     for scope in [*_requests(mine), *_requests(theirs)]:
         if mine.matches(scope)[0] is Match.FULL and theirs.matches(scope)[0] is Match.FULL:
