@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI
 from langgraph_sdk.auth import Auth
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from outlast import __version__, heap
@@ -27,6 +28,7 @@ from outlast.api.mcp import routes as mcp_routes
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
+from outlast.api.serving import Serving
 from outlast.api.threads import router as threads_router
 from outlast.api.userauth import UserAuthenticate
 from outlast.api.waits import router as waits_router
@@ -54,17 +56,25 @@ class OutlastAPI(FastAPI):
     user_auth: Auth | None = None  # langgraph.json's auth.path: replaces the keys
 
     cors_origins: tuple[str, ...] = ("*",)
+    serving: Serving = Serving()  # langgraph.json's http section (api/serving.py)
+
+    def _routes(self) -> list[BaseRoute]:
+        return self.router.routes
 
     def build_middleware_stack(self) -> ASGIApp:
-        app = super().build_middleware_stack()
-        inner: ASGIApp
-        if self.user_auth is not None:
-            inner = UserAuthenticate(app, self.user_auth, self.limiter, lambda: self.router.routes)
-        else:
-            inner = Authenticate(app, self.keys, self.limiter, self.box)
+        def authenticate(app: ASGIApp) -> ASGIApp:
+            # the app's auth.py when langgraph.json names one, else outlast's API keys
+            if self.user_auth is not None:
+                return UserAuthenticate(app, self.user_auth, self.limiter, self._routes)
+            return Authenticate(app, self.keys, self.limiter, self.box)
+
+        routes = self.router.routes
+        inner = self.serving.around(super().build_middleware_stack(), routes, authenticate)
         # CORS outside authentication: a browser's preflight carries no key.
-        return lg.cors(
-            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)), self.cors_origins
+        return self.serving.outside(
+            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)),
+            self.cors_origins,
+            routes,
         )
 
 
@@ -83,16 +93,20 @@ def create_app(
     ``settle_heap``: once started, set the heap aside from the garbage collector
     (``outlast/heap.py``); for a process that serves this app alone."""
     settings = settings or Settings()
-    parts = _Parts(settings, store, registry, with_worker, migrate, on_worker_failed, settle_heap)
+    serving = Serving.of(Manifest.read(settings.graphs_file))
+    parts = _Parts(
+        settings, store, registry, with_worker, migrate, on_worker_failed, settle_heap, serving
+    )
     app = OutlastAPI(
         title="outlast",
         version=__version__,
         description="A durable runtime for LangGraph agents: the connection can die; "
         "the agent does not.",
-        lifespan=parts.lifespan,
+        lifespan=serving.lifespan(parts.lifespan),
         max_body_size=settings.max_body_bytes,
     )
     app.user_auth = user_auth(settings)
+    app.serving = serving
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)
     app.box = SecretBox.from_settings(settings) if app.keys.enabled else None
@@ -110,6 +124,7 @@ def create_app(
     app.include_router(protocol_commands_router)
     console.install(app)
     app.include_router(health_router)
+    serving.report(app)
     return app
 
 
@@ -135,6 +150,7 @@ class _Parts:
     migrate: bool
     on_worker_failed: Callable[[BaseException], None] | None
     settle_heap: bool
+    serving: Serving
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
@@ -155,7 +171,7 @@ class _Parts:
         task = asyncio.create_task(worker.run(), name="outlast-worker") if worker else None
         if task is not None:
             task.add_done_callback(self._worker_ended)
-        app.state.ctx = AppContext(s, graphs, self.settings, worker)
+        app.state.ctx = AppContext(s, graphs, self.settings, worker, http=self.serving.runs)
         if self.settle_heap:
             heap.settle()
         try:

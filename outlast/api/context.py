@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from outlast.api.run_headers import NO_HEADERS, RunHttp
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.worker import Worker
@@ -22,6 +23,9 @@ class AppContext:
     # Who is calling (set per request from the API key, or the identity the app's
     # auth.py gave; "" without either).
     principal: str = ""
+    # langgraph.json http: the headers of this request its runs get in their configurable,
+    # and whether their webhooks are sent (api/run_headers.py)
+    http: RunHttp = NO_HEADERS
     # Open event streams per principal, in this process (the SSE connection limit).
     streams: dict[str, int] = field(default_factory=dict)
     # The app's @auth.on handlers, asked for this caller (service/authz.py).

@@ -38,6 +38,7 @@ def ctx_of(request: HTTPConnection) -> AppContext:
         ctx,
         principal=getattr(request.state, "principal", ""),
         authz=getattr(request.state, "authz", NOBODY),
+        http=ctx.http.bound(request.headers),
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from outlast.errors import GraphLoadError
 
@@ -73,6 +73,7 @@ class HttpSection(_Section):
     disable_runs: bool = False
     disable_store: bool = False
     disable_mcp: bool = False
+    disable_a2a: bool = False
     disable_meta: bool = False
     disable_ui: bool = False
     disable_webhooks: bool = False
@@ -82,6 +83,13 @@ class HttpSection(_Section):
     middleware_order: Literal["auth_first", "middleware_first"] | None = None
     enable_custom_route_auth: bool = False
     mount_prefix: str | None = None
+
+    @field_validator("mount_prefix")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("/") or value.endswith("/")):
+            raise ValueError('a path that starts with "/" and does not end with one, as "/api"')
+        return value
 
 
 class StoreTTL(_Section):
@@ -165,7 +173,34 @@ class Manifest(_Section):
 
 # What outlast does with each key, dotted; a section's sub-keys not listed are ignored.
 # LangGraph's build-time keys (the image it builds) mean nothing to a server you run.
-HONOURED = frozenset({"graphs", "env", "dependencies", "auth.path"})
+HONOURED = frozenset(
+    {
+        "graphs",
+        "env",
+        "dependencies",
+        "auth.path",
+        *(
+            f"http.{key}"
+            for key in (
+                "app",
+                "cors",
+                "configurable_headers",
+                "middleware_order",
+                "enable_custom_route_auth",
+                "mount_prefix",
+                "disable_assistants",
+                "disable_threads",
+                "disable_runs",
+                "disable_store",
+                "disable_mcp",
+                "disable_a2a",
+                "disable_meta",
+                "disable_ui",
+                "disable_webhooks",
+            )
+        ),
+    }
+)
 BUILD_KEYS = frozenset(
     {
         "python_version",

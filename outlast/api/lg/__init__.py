@@ -10,13 +10,13 @@ run's durable log, and an interrupt is an outlast wait. Nothing here executes a 
 from __future__ import annotations
 
 from fastapi import FastAPI
-from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outlast.api.problems import langgraph_face
 
-# Headers a browser client must be able to read: the SDKs reconnect through Location,
-# find the run through Content-Location, and page through the pagination headers.
+# Headers a browser client must be able to read (CORS: api/serving.py): the SDKs
+# reconnect through Location, find the run through Content-Location, and page through
+# the pagination headers.
 EXPOSED = ["location", "content-location", "x-pagination-total", "x-pagination-next"]
 
 
@@ -40,20 +40,6 @@ class PlainTextJSON:
                     ]
                     break
         await self.app(scope, receive, send)
-
-
-def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
-    """CORS for browser clients on other origins (Studio on smith.langchain.com, Agent
-    Chat UI, a useStream page): Chrome's private network access included, so a hosted
-    page may call a server on localhost."""
-    return CORSMiddleware(
-        app,
-        allow_origins=origins,
-        allow_methods=["*"],
-        allow_headers=["*"],
-        allow_private_network=True,
-        expose_headers=EXPOSED,
-    )
 
 
 def install(app: FastAPI) -> None:

@@ -85,6 +85,7 @@ async def start(
         if resumed is not None:
             return resumed
     options = _options(body, modes, streamed, now, configurable)
+    configurable = {**ctx.http.configurable, **configurable}  # the body's own win
     return await _accepted(
         ctx, body, key, draft, _request(body, assistant, config, configurable, options, thread_id)
     )
@@ -185,7 +186,7 @@ def _request(
 async def _accepted(
     ctx: AppContext, body: RunCreate, key: str | None, draft: LgRun, request: RunRequest
 ) -> Found:
-    url = body.webhook
+    url = body.webhook if ctx.http.webhooks else None  # langgraph.json disable_webhooks
     made = await ctx.runs.accept(
         request,
         key=key,

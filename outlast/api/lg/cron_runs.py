@@ -18,7 +18,9 @@ from outlast.api.context import AppContext
 from outlast.api.lg.accept import start
 from outlast.api.lg.access import Unprocessable
 from outlast.api.lg.schemas import RunCreate
+from outlast.api.run_headers import RunHttp
 from outlast.config import Settings
+from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.scheduler import FireCron
 from outlast.store import Store
@@ -63,11 +65,13 @@ def run_request(
 
 def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron:
     """How this process's scheduler makes a tick's run (its LangGraph run id). No eager
-    start: the run is queued and claimed as any other."""
+    start: the run is queued and claimed as any other. langgraph.json's
+    ``disable_webhooks`` holds for them too (a tick has no request headers)."""
+    http = RunHttp.of_manifest(Manifest.read(settings.graphs_file))
 
     async def fire(tick: Tick) -> str:
         cron = tick.cron
-        ctx = AppContext(store, registry, settings, None, principal=cron.principal)
+        ctx = AppContext(store, registry, settings, None, principal=cron.principal, http=http)
         metadata = {**cron.metadata, "cron_id": cron.cron_id}
         body = run_request(cron.assistant_id, cron.payload, metadata, cron.on_run_completed)
         return (await start(ctx, cron.thread_id, body, tick.key)).lg.id

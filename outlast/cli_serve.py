@@ -1,0 +1,156 @@
+"""``outlast serve``: the checks before it listens (API keys or the app's ``auth.py`` beyond
+loopback, ``--workers`` on Postgres only, ``langgraph.json`` as a whole), the banner, and
+one process serving, or a supervisor of ``--workers N`` sharing one socket."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from outlast import __version__, logs, processes
+from outlast.cli_support import console, describe, settings_from
+from outlast.config import Settings
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = settings_from(
+        args, "host", "port", "worker_concurrency", "insecure_no_auth", "workers"
+    )
+    from outlast.api.auth import KeyRing
+
+    keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
+    loopback = settings.host in ("127.0.0.1", "::1", "localhost")
+    if not manifest_ok(settings):
+        return 2
+    app_auth = _app_auth(settings)
+    if not (keys.enabled or app_auth) and not loopback and not settings.insecure_no_auth:
+        console.print(
+            f"[red]refusing to listen on {settings.host} without API keys[/]: anyone who can "
+            "reach it could read and steer every run. Set OUTLAST_API_KEYS or "
+            "OUTLAST_API_KEYS_FILE (see `outlast key new`), or pass --insecure-no-auth."
+        )
+        return 2
+    count = process_count(settings)
+    if count is None:
+        return 2
+    inherited = processes.inherited_socket()
+    if count > 1:
+        sock = inherited or processes.bind(settings.host, settings.port)
+        console.print(
+            f"[bold]outlast {__version__}[/] serving on "
+            f"[cyan]http://{settings.host}:{settings.port}[/] with {count} processes"
+        )
+        return processes.supervise(sys.argv[1:], count, sock)
+    processes.die_with_parent()
+    base = f"http://{settings.host}:{settings.port}"
+    if inherited is None:  # a child of --workers N (given its socket) is quiet: the parent spoke
+        _banner(settings, keys if app_auth is None else app_auth, loopback, base, args.no_worker)
+    return _serve_one(args, settings, inherited)
+
+
+def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
+    """This process serves (with its embedded worker unless ``--no-worker``); 1 when the
+    worker stopped by itself, so that a process supervisor replaces the process."""
+    import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    from outlast.api.app import create_app
+
+    failed: list[BaseException] = []
+    server: list[uvicorn.Server] = []
+
+    def worker_failed(exc: BaseException) -> None:
+        failed.append(exc)
+        for running in server:
+            running.should_exit = True
+
+    app = create_app(
+        settings,
+        with_worker=not args.no_worker,
+        on_worker_failed=worker_failed,
+        settle_heap=True,
+    )
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=5,
+        # uvicorn closes an idle connection after 5 s, as httpx expires its own: a client
+        # that reuses one as the server closes it gets a ReadError for a request that was
+        # never read (seen with 200 clients in bench/peers.py). The side that closes first
+        # must be the client.
+        timeout_keep_alive=settings.http_keep_alive,
+        # uvicorn's own config would give its loggers text handlers; JSON goes through root.
+        log_config=None if args.log_format == "json" else logs.uvicorn_config(LOGGING_CONFIG),
+    )
+    server.append(uvicorn.Server(config))
+    server[0].run(sockets=[sock] if sock is not None else None)
+    return 1 if failed else 0
+
+
+def manifest_ok(settings: Settings) -> bool:
+    """``langgraph.json`` checked before anything starts: a key of the wrong shape stops
+    the server here, naming the key; keys outlast ignores are listed (a warning)."""
+    from outlast.api.app import user_auth
+    from outlast.api.user_app import UserApp
+    from outlast.graph.manifest import Manifest, ManifestError, ignored
+
+    try:
+        manifest = Manifest.read(settings.graphs_file)
+        user_auth(settings)  # an auth.path that does not import stops the server here
+        UserApp.load(manifest)  # http.app imports and is an ASGI app
+    except ManifestError as exc:
+        console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
+        return False
+    keys = ignored(manifest)
+    if keys and processes.inherited_socket() is None:  # the parent of --workers N spoke
+        console.print(
+            f"[yellow]warning:[/] {settings.graphs_file}: outlast does not honour these "
+            f"keys yet: {', '.join(keys)}"
+        )
+    return True
+
+
+def _app_auth(settings: Settings) -> str | None:
+    """``auth.path`` of ``langgraph.json`` (checked by ``_manifest_ok``), if it has one."""
+    from outlast.graph.manifest import Manifest
+
+    auth = Manifest.read(settings.graphs_file).auth
+    return auth.path if auth is not None and auth.path else None
+
+
+def process_count(settings: Settings) -> int | None:
+    """How many processes ``--workers`` asks for (None: refused, and said why)."""
+    postgres = bool(settings.database_url)
+    count = settings.workers or processes.default_workers(postgres)
+    if count > 1 and not postgres:
+        console.print(
+            "[red]--workers above 1 needs Postgres[/] (--database-url): the embedded "
+            "store notifies only within its own process"
+        )
+        return None
+    return count
+
+
+def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker: bool) -> None:
+    console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
+    console.print(f"  store: {describe(settings)}")
+    if isinstance(keys, str):
+        console.print(f"  auth:  the app's {keys} (langgraph.json auth.path)")
+    elif keys.enabled:
+        console.print(f"  auth:  API keys for {len(set(keys.principals.values()))} principal(s)")
+    else:
+        console.print(
+            "  auth:  [yellow]none[/] (no API keys"
+            + (": loopback only)" if loopback else "; --insecure-no-auth)")
+        )
+    console.print(
+        f"  worker: {'none (--no-worker)' if no_worker else 'in-process'}   docs: {base}/docs"
+    )
+    console.print(
+        f"  try:   curl -si -X POST {base}/v1/runs -H 'content-type: application/json' "
+        '-d \'{"input": {"messages": [{"role": "user", "content": "hello"}]}}\''
+    )
+    console.print(f"         curl -N {base}/v1/runs/<id>/events")
