@@ -366,10 +366,10 @@ TABLES = (
     "outlast_delivery_attempts, outlast_deliveries, outlast_webhooks,"
     " outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
     " outlast_runs, outlast_crons, outlast_threads, outlast_assistant_versions,"
-    " outlast_assistants,"
+    " outlast_assistants, outlast_sweeps,"
     " checkpoints, checkpoint_blobs, checkpoint_writes,"
-    # LangGraph's item store (store/items.py); its store_migrations table stays.
-    " store"
+    # LangGraph's item store (store/items.py) and its vectors; store_migrations stays.
+    " store, store_item_vectors"
 )
 
 

@@ -359,10 +359,11 @@ class Worker:
                 await self.store.prune(
                     keep=settings.event_retention_count, max_age=settings.event_retention_age
                 )
-                for thread_id in await self.store.lg_expire_temporary(
-                    settings.temporary_thread_ttl
-                ):
+                expired = await self.store.lg_expire_temporary(settings.temporary_thread_ttl)
+                expired += await self.store.lg_expire_threads() or []
+                for thread_id in expired:
                     await self.store.checkpointer().adelete_thread(thread_id)
+                await self.store.sweep_items()
             except Exception as exc:
                 log.warning("retention failed: %s", exc)
             await asyncio.sleep(settings.retention_interval)

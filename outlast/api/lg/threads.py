@@ -36,6 +36,7 @@ from outlast.api.lg.schemas import (
     ThreadCreate,
     ThreadPatch,
     ThreadSearch,
+    ttl_minutes,
 )
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
@@ -70,7 +71,9 @@ async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
 async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()]) -> Any:
     ctx = ctx_of(request)
     thread_id = body.thread_id or str(uuid.uuid4())
-    thread, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, body.metadata)
+    thread, created = await ctx.store.lg_create_thread(
+        thread_id, ctx.principal, body.metadata, ttl_minutes(body.ttl)
+    )
     if not created:
         if body.if_exists == "raise" or thread.principal != ctx.principal:
             raise Conflict(f"Thread {thread_id} already exists")
@@ -169,6 +172,8 @@ async def patch_thread(
     thread = await ctx.store.lg_set_thread_metadata(thread_id, body.metadata)
     if thread is None:
         thread = await thread_or_404(ctx, thread_id)
+    if body.ttl is not None:  # a new TTL, counted from now
+        await ctx.store.lg_set_thread_ttl(thread_id, ttl_minutes(body.ttl))
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await view(ctx, await thread_or_404(ctx, thread_id))
