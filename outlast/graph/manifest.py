@@ -24,7 +24,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from outlast.errors import GraphLoadError
-from outlast.importing import Unresolvable, resolve_in
+from outlast.importing import resolve_in
 from outlast.store.options import (
     DEFAULT_SWEEP_MINUTES,
     ItemIndex,
@@ -204,8 +204,8 @@ def _embedder(embed: str, base: Path) -> Any:
     if module_part.endswith(".py") or "/" in module_part:
         try:
             return resolve_in(embed, base)
-        except Unresolvable as exc:
-            raise ManifestError(f"store.index.embed: {exc}") from exc
+        except Exception as exc:  # a missing file, a module that raises as it is imported
+            raise ManifestError(f"store.index.embed: {type(exc).__name__}: {exc}") from exc
     return embed
 
 
