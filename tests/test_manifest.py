@@ -142,5 +142,5 @@ def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Pat
     assert options.thread_ttl.sweep_minutes == 5  # LangGraph's default interval
     assert Manifest.read(None).store_options().index is None
     bad = {**data, "store": {"index": {"dims": 2, "embed": "./nowhere.py:embed"}}}
-    with pytest.raises(ManifestError, match="store.index.embed"):
+    with pytest.raises(ManifestError, match=r"store\.index\.embed"):
         Manifest.read(_write(tmp_path, bad)).store_options()

@@ -96,14 +96,16 @@ async def test_refresh_on_read_off_refreshes_only_when_asked(
 async def test_one_sweep_per_interval_across_processes(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    async with opened(backend, request, tmp_path) as first:
-        async with opened(backend, request, tmp_path, truncate=False) as second:
-            assert await first.sweep_items() == 0  # due: this process takes it
-            assert await second.sweep_items() is None  # the same interval: not again
-            assert await first.sweep_items() is None
-            assert await second.lg_expire_threads() == []
-            assert await first.lg_expire_threads() is None
-            assert await first.sweep_items(force=True) == 0
+    async with (
+        opened(backend, request, tmp_path) as first,
+        opened(backend, request, tmp_path, truncate=False) as second,
+    ):
+        assert await first.sweep_items() == 0  # due: this process takes it
+        assert await second.sweep_items() is None  # the same interval: not again
+        assert await first.sweep_items() is None
+        assert await second.lg_expire_threads() == []
+        assert await first.lg_expire_threads() is None
+        assert await first.sweep_items(force=True) == 0
 
 
 async def test_threads_past_their_ttl_are_deleted_unless_a_run_is_active(
