@@ -53,6 +53,7 @@ from outlast.client.sse import frames
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.store import Store
+from outlast.store.options import StoreOptions
 from outlast.store.postgres import PostgresStore
 from outlast.store.sqlite import SqliteStore
 from outlast.vocabulary import TERMINAL
@@ -368,17 +369,19 @@ TABLES = (
     "outlast_delivery_attempts, outlast_deliveries, outlast_webhooks,"
     " outlast_events, outlast_waits, outlast_signals, outlast_effects, outlast_lg_runs,"
     " outlast_runs, outlast_crons, outlast_threads, outlast_assistant_versions,"
-    " outlast_assistants,"
+    " outlast_assistants, outlast_sweeps,"
     " checkpoints, checkpoint_blobs, checkpoint_writes,"
-    # LangGraph's item store (store/items.py); its store_migrations table stays.
-    " store"
+    # LangGraph's item store (store/items.py) and its vectors; store_migrations stays.
+    " store, store_item_vectors"
 )
 
 
-async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
+async def open_pg(
+    url: str, *, truncate: bool = True, options: StoreOptions | None = None
+) -> PostgresStore:
     """A store on the session's database, migrated once per session and emptied for the
     test (``truncate=False`` to read back what a process of this test wrote)."""
-    store = PostgresStore(url, max_size=20)
+    store = PostgresStore(url, max_size=20, options=options)
     await store.open()
     if url not in _MIGRATED:
         await store.migrate()
@@ -389,8 +392,8 @@ async def open_pg(url: str, *, truncate: bool = True) -> PostgresStore:
     return store
 
 
-async def open_sqlite(folder: Path) -> SqliteStore:
-    store = SqliteStore(folder / "outlast.db", folder / "checkpoints.db")
+async def open_sqlite(folder: Path, *, options: StoreOptions | None = None) -> SqliteStore:
+    store = SqliteStore(folder / "outlast.db", folder / "checkpoints.db", options=options)
     await store.open()
     await store.migrate()
     return store

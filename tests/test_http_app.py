@@ -190,7 +190,7 @@ async def test_without_the_key_no_header_is_copied(sqlite: Store, tmp_path: Path
 
 
 async def test_disabled_groups_answer_404(sqlite: Store, tmp_path: Path) -> None:
-    groups = ["assistants", "threads", "runs", "store", "meta", "a2a"]
+    groups = ["assistants", "threads", "runs", "store", "meta", "a2a", "mcp"]
     graphs = _manifest(tmp_path, {f"disable_{g}": True for g in groups})
     async with serve(sqlite, make_settings(graphs_file=graphs)) as srv:
         gone = [
@@ -205,6 +205,7 @@ async def test_disabled_groups_answer_404(sqlite: Store, tmp_path: Path) -> None
             ("GET", "/docs"),
             ("GET", "/metrics"),
             ("GET", "/a2a/steps/.well-known/agent-card.json"),
+            ("POST", "/mcp"),
         ]
         for method, path in gone:
             got = await srv.client.request(method, path, json={})

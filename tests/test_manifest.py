@@ -34,6 +34,11 @@ def _write(tmp_path: Path, data: object) -> Path:
         ({"graphs": {"a": GRAPH}, "http": {"disable_runs": "maybe"}}, "http.disable_runs"),
         ({"graphs": {"a": GRAPH}, "auth": {"path": 3}}, "auth.path"),
         ({"graphs": {"a": GRAPH}, "store": {"index": {"embed": "x"}}}, "store.index.dims"),
+        ({"graphs": {"a": GRAPH}, "store": {"ttl": {"default_ttl": -1}}}, "store.ttl.default_ttl"),
+        (
+            {"graphs": {"a": GRAPH}, "checkpointer": {"ttl": {"strategy": "keep_latest"}}},
+            "checkpointer.ttl.strategy",
+        ),
         ({"graphs": {"a": GRAPH}, "http": {"middleware_order": "last"}}, "http.middleware_order"),
         ({"graphs": {"a": GRAPH}, "env": ["A=1"]}, "env"),
         (["graphs"], "not a JSON object"),
@@ -67,13 +72,13 @@ def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
         "python_version": "3.11",  # building an image: nothing for a server to do
         "webhooks": {"env_prefix": "X_"},
         "http": {"logging_headers": {"excludes": ["x-*"]}, "disable_meta": True},
-        "store": {"ttl": {"default_ttl": 10}},
+        "store": {"ttl": {"default_ttl": 10}, "serde": {}},
         "bogus": 1,
     }
     path = _write(tmp_path, data)
     manifest = Manifest.read(path)
     assert manifest.graph_targets() == {"a": GRAPH}
-    expected = ["bogus", "http.logging_headers", "store.ttl", "webhooks"]
+    expected = ["bogus", "http.logging_headers", "store.serde", "webhooks"]
     assert ignored(manifest) == expected
     assert cli_serve.manifest_ok(Settings(graphs_file=path))
     said = " ".join(capsys.readouterr().err.split())
@@ -105,3 +110,37 @@ def test_env_reaches_the_graphs_and_the_process_environment_wins(
     missing = _write(tmp_path, {"graphs": {"g": GRAPH}, "env": "nope.env"})
     with pytest.raises(ManifestError, match=r"nope\.env"):
         GraphRegistry.from_config(missing)
+
+
+def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Path) -> None:
+    """``store.ttl``, ``store.index`` (``embed`` a file's function, imported after ``env``)
+    and ``checkpointer.ttl``, in minutes as LangGraph reads them."""
+    (tmp_path / "embed.py").write_text(
+        "import os\nDIMS = int(os.environ['EMBED_TEST_DIMS'])\n"
+        "def embed(texts):\n    return [[1.0] * DIMS for _ in texts]\n"
+    )
+    data = {
+        "graphs": {"a": GRAPH},
+        "env": {"EMBED_TEST_DIMS": "2"},
+        "store": {
+            "ttl": {"default_ttl": 1.5, "refresh_on_read": False, "sweep_interval_minutes": 2},
+            "index": {"dims": 2, "embed": "./embed.py:embed", "fields": ["text"]},
+        },
+        "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 60}},
+    }
+    try:
+        options = Manifest.read(_write(tmp_path, data)).store_options()
+    finally:
+        os.environ.pop("EMBED_TEST_DIMS", None)
+    assert options.item_ttl.default_minutes == 1.5
+    assert options.item_ttl.refresh_on_read is False
+    assert options.item_ttl.sweep_minutes == 2
+    assert options.index is not None and options.index.dims == 2
+    assert options.index.fields == ("text",)
+    assert options.index.embed(["x"]) == [[1.0, 1.0]]
+    assert options.thread_ttl.default_minutes == 60
+    assert options.thread_ttl.sweep_minutes == 5  # LangGraph's default interval
+    assert Manifest.read(None).store_options().index is None
+    bad = {**data, "store": {"index": {"dims": 2, "embed": "./nowhere.py:embed"}}}
+    with pytest.raises(ManifestError, match=r"store\.index\.embed"):
+        Manifest.read(_write(tmp_path, bad)).store_options()

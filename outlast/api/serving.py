@@ -39,7 +39,7 @@ Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
 Wrap = Callable[[ASGIApp], ASGIApp]
 
 # The route groups ``disable_*`` removes: the paths each covers (LangGraph's groups;
-# ``mcp`` and ``ui`` have no routes on outlast). ``meta``: the server's description.
+# ``ui`` has no routes on outlast). ``meta``: the server's description.
 GROUPS: dict[str, tuple[str, ...]] = {
     "assistants": ("/assistants",),
     "threads": ("/threads",),

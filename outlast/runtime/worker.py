@@ -42,6 +42,7 @@ from outlast.runtime.deliverer import Deliverer, DelivererStore
 from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised
 from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, ExecutionStore, Outcome
+from outlast.runtime.retention import retain
 from outlast.runtime.scheduler import CronScheduler, FireCron
 from outlast.runtime.waker import Waker
 from outlast.store import TERMINAL, Claimant, CronStore, LangGraphStore, Run, RunStatus
@@ -356,13 +357,7 @@ class Worker:
         while True:
             faults.fault_point(faults.RETENTION_LOOP)
             try:
-                await self.store.prune(
-                    keep=settings.event_retention_count, max_age=settings.event_retention_age
-                )
-                for thread_id in await self.store.lg_expire_temporary(
-                    settings.temporary_thread_ttl
-                ):
-                    await self.store.checkpointer().adelete_thread(thread_id)
+                await retain(self.store, settings)
             except Exception as exc:
                 log.warning("retention failed: %s", exc)
             await asyncio.sleep(settings.retention_interval)

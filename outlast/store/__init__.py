@@ -44,6 +44,7 @@ from outlast.store.contract import (
     ThreadStore,
     WaitStore,
 )
+from outlast.store.options import StoreOptions
 from outlast.vocabulary import TERMINAL, RunStatus
 
 __all__ = [
@@ -85,13 +86,24 @@ __all__ = [
 ]
 
 
-def make_store(settings: Settings) -> Store:
-    """Postgres when a URL is configured, else SQLite under ``data_dir``. Not opened yet."""
+def make_store(settings: Settings, options: StoreOptions | None = None) -> Store:
+    """Postgres when a URL is configured, else SQLite under ``data_dir``. Not opened yet.
+    ``options`` default to what ``langgraph.json`` (``settings.graphs_file``) asks of the
+    stores: its ``store`` and ``checkpointer`` sections."""
+    if options is None:
+        from outlast.graph.manifest import Manifest
+
+        options = Manifest.read(settings.graphs_file).store_options()
     url = settings.database_url
     if url and url.startswith(("postgres://", "postgresql://")):
         from outlast.store.postgres import PostgresStore
 
-        return PostgresStore(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+        return PostgresStore(
+            url,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            options=options,
+        )
     if url and not url.startswith("sqlite:///"):
         raise ValueError(
             f"unsupported database URL {url!r}: use postgresql://… or sqlite:///path/file.db"
@@ -101,6 +113,6 @@ def make_store(settings: Settings) -> Store:
     if url:
         # sqlite:///rel/file.db is relative, sqlite:////abs/file.db absolute (SQLAlchemy's rule)
         path = Path(url.removeprefix("sqlite:///"))
-        return SqliteStore(path, path.with_suffix(".checkpoints.db"))
+        return SqliteStore(path, path.with_suffix(".checkpoints.db"), options=options)
     runs, checkpoints = settings.sqlite_paths()
-    return SqliteStore(runs, checkpoints)
+    return SqliteStore(runs, checkpoints, options=options)

@@ -1,7 +1,8 @@
 """LangGraph's Store API (long-term memory items) on outlast's own databases.
 
 The items live in LangGraph's own ``BaseStore`` implementations, ``AsyncPostgresStore``
-and ``AsyncSqliteStore``, so their semantics (namespaces, filters, TTLs, pagination) are
+and ``AsyncSqliteStore`` (opened by ``item_backends.py``, configured by ``langgraph.json``'s
+``store`` section), so their semantics (namespaces, filters, TTLs, pagination) are
 LangGraph's, not a copy of them. outlast adds one thing: every principal gets a namespace
 tree of its own. ``PrincipalStore`` puts a hidden first label derived from the principal
 in front of every namespace it is handed and takes it off everything it returns, so a
@@ -12,13 +13,11 @@ items as its run's principal does through ``/store``.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import aiosqlite
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -31,14 +30,10 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
-    TTLConfig,
     validate_op_namespace,
 )
-from langgraph.store.postgres.aio import AsyncPostgresStore
-from langgraph.store.sqlite.aio import AsyncSqliteStore
-from psycopg_pool import AsyncConnectionPool
 
-from outlast.store.pg_pool import Conn
+from outlast.store.item_backends import public_ttl
 
 # Labels beginning with this are outlast's; a client or a graph may not use them, so the
 # hidden principal label can never be forged or addressed from inside a namespace tree.
@@ -50,12 +45,6 @@ _PRINCIPAL = RESERVED + "p~"
 # so a bad filter is the same 422 on both backends instead of a 500 from one of them.
 OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-# Expired items are left out of reads at once on Postgres (``omit_expired``; the SQLite
-# store has no such option and shows them until the sweep) and deleted by a sweep every
-# five minutes in each process that holds the store; a read refreshes an item's TTL.
-TTL: TTLConfig = {"refresh_on_read": True, "omit_expired": True, "sweep_interval_minutes": 5}
-_SWEEP_STOP_TIMEOUT = 5.0
 
 
 def principal_label(principal: str) -> str:
@@ -104,9 +93,10 @@ class PrincipalStore(BaseStore):
         self.principal = principal
         self.label = principal_label(principal)
         # AsyncSqliteStore handles TTLs but reports supports_ttl=False (BaseStore's flag
-        # comes first in its MRO); a store given a TTL configuration handles them.
-        self.supports_ttl = items.supports_ttl or items.ttl_config is not None
-        self.ttl_config = items.ttl_config
+        # comes first in its MRO); a store given a TTL configuration handles them. The
+        # TTL configuration is the deployment's (default_ttl, refresh_on_read): BaseStore
+        # resolves a put without ``ttl`` and a read without ``refresh_ttl`` with it.
+        self.supports_ttl, self.ttl_config = public_ttl(items)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         given = list(ops)
@@ -198,44 +188,3 @@ def _utc(when: dt.datetime) -> dt.datetime:
 def for_principal(items: BaseStore, principal: str) -> BaseStore:
     """The store a request or a run of ``principal`` sees."""
     return PrincipalStore(items, principal)
-
-
-# -- lifecycle (called from the backends' open, close and migrate) --------------------
-
-
-async def open_postgres(pool: AsyncConnectionPool[Conn]) -> AsyncPostgresStore:
-    """Over the run store's pool: its connections are autocommit with dict rows, what
-    ``AsyncPostgresStore`` expects of a pool, and items need no connections of their own.
-    Its ``setup()`` is not safe to run concurrently (``CREATE TABLE IF NOT EXISTS`` and
-    version inserts race), so ``PostgresStore.migrate`` runs it under its advisory lock."""
-    items = AsyncPostgresStore(pool, ttl=TTL)
-    await items.start_ttl_sweeper()
-    return items
-
-
-async def open_sqlite(conn: aiosqlite.Connection) -> AsyncSqliteStore:
-    """On a connection of its own (autocommit: ``AsyncSqliteStore`` issues its own
-    ``BEGIN``/``COMMIT``) to the checkpoints file, not the run store's: items are
-    LangGraph's data, like checkpoints, and are written while a node runs, when the run
-    store's file is busiest with event appends while the checkpoints file is idle until
-    the step ends. No transaction ever needs items and run rows together."""
-    items = AsyncSqliteStore(conn, ttl=TTL)
-    await items.start_ttl_sweeper()
-    return items
-
-
-async def setup(items: BaseStore) -> None:
-    """Create or upgrade LangGraph's item tables (``store``, ``store_migrations``)."""
-    if isinstance(items, AsyncPostgresStore | AsyncSqliteStore):
-        await items.setup()
-
-
-async def close(items: BaseStore) -> None:
-    if isinstance(items, AsyncPostgresStore | AsyncSqliteStore):
-        await items.stop_ttl_sweeper(timeout=_SWEEP_STOP_TIMEOUT)
-        # The batching task AsyncBatchedBaseStore starts in its constructor.
-        task: asyncio.Task[None] | None = getattr(items, "_task", None)
-        if task is not None:
-            task.cancel()
-    if isinstance(items, AsyncSqliteStore):
-        await items.conn.close()

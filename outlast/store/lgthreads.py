@@ -29,6 +29,7 @@ from outlast.store.base import (
     system_assistant_id,
 )
 from outlast.store.hub import CONTROL
+from outlast.store.options import StoreOptions
 from outlast.store.transition_ops import cancel_in
 from outlast.store.transitions import Ask
 from outlast.store.tx import Tx, TxProvider, append_events, stored_time
@@ -54,6 +55,7 @@ def _thread(tx: Tx, row: Mapping[str, Any]) -> Thread:
         run_graph=row["run_graph"] if status else None,
         run_error=tx.decode_json(row["run_error"]) if status else None,
         asking=bool(row["asking"]) if status else False,
+        ttl_minutes=row["ttl_minutes"],
     )
 
 
@@ -92,20 +94,29 @@ def native(run: Run, assistant_id: str) -> LgRun:
 
 
 class LangGraphOps(TxProvider):
+    options: StoreOptions
+
     @abc.abstractmethod
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]: ...
 
     # -- threads -----------------------------------------------------------------------
 
     async def lg_create_thread(
-        self, thread_id: str, principal: str, metadata: dict[str, Any]
+        self,
+        thread_id: str,
+        principal: str,
+        metadata: dict[str, Any],
+        ttl_minutes: float | None = None,
     ) -> tuple[Thread, bool]:
+        if ttl_minutes is None:
+            ttl_minutes = self.options.thread_ttl.default_minutes
         async with self._writing() as tx:
             rows = await tx.rows(
                 "lg_thread_insert",
                 thread_id=thread_id,
                 principal=principal,
                 metadata=tx.encode_json(metadata),
+                ttl=ttl_minutes,
             )
             if rows:
                 return _thread(tx, rows[0]), True
@@ -134,6 +145,11 @@ class LangGraphOps(TxProvider):
     async def lg_set_thread_metadata(self, thread_id: str, patch: dict[str, Any]) -> Thread | None:
         async with self._writing() as tx:
             return await _merge_metadata(tx, thread_id, patch)
+
+    async def lg_set_thread_ttl(self, thread_id: str, ttl_minutes: float | None) -> Thread | None:
+        async with self._writing() as tx:
+            rows = await tx.rows("lg_thread_set_ttl", thread_id=thread_id, ttl=ttl_minutes)
+            return _thread(tx, rows[0]) if rows else None
 
     async def lg_delete_thread(self, thread_id: str) -> bool:
         async with self._writing() as tx:

@@ -18,7 +18,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost, StoreUnavailable
-from outlast.store import items
+from outlast.store import item_backends
 from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     Effect,
@@ -38,6 +38,7 @@ from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
+from outlast.store.options import StoreOptions
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.park_ops import ParkOps
 from outlast.store.pg_listen import Listener
@@ -54,6 +55,7 @@ from outlast.store.rows import (
 from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import migrations, queries
+from outlast.store.sweeps import SweepOps
 from outlast.store.transition_ops import TransitionOps
 from outlast.store.tx import Tx
 from outlast.store.wait_ops import WaitOps
@@ -77,14 +79,22 @@ class PostgresStore(
     OutboxOps,
     SecretsOps,
     LedgerOps,
+    SweepOps,
     Store,
 ):
     backend = "postgres"
 
     def __init__(
-        self, url: str, *, min_size: int = 1, max_size: int = 10, hub: Hub | None = None
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        hub: Hub | None = None,
+        options: StoreOptions | None = None,
     ) -> None:
         self.url = url
+        self.options = options or StoreOptions()
         self.hub = hub or Hub()
         self._q = queries("postgres")
         self._pool: AsyncConnectionPool[Conn] | None = None
@@ -110,7 +120,7 @@ class PostgresStore(
             await pool.close()
             raise StoreUnavailable(f"cannot connect to Postgres: {exc}") from exc
         self._pool = pool
-        self._items = await items.open_postgres(pool)
+        self._items = await item_backends.open_postgres(pool, self.options)
         self._listener = Listener(self.url, self.hub)
         await self._listener.start()
 
@@ -119,7 +129,7 @@ class PostgresStore(
             await self._listener.stop()
             self._listener = None
         if self._items is not None:
-            await items.close(self._items)
+            await item_backends.close(self._items)
             self._items = None
         if self._pool is not None:
             await self._pool.close()
@@ -160,7 +170,7 @@ class PostgresStore(
                     applied.append(f"{m.version:04d}_{m.name}")
                 await AsyncPostgresSaver(self.pool).setup()
                 # LangGraph's item tables; its setup() is not safe concurrently either.
-                await items.setup(self.items)
+                await item_backends.setup(self.items)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
         return applied
@@ -204,6 +214,7 @@ class PostgresStore(
             "options": dumps_or_none(new.options),
             "thread_metadata": dumps(new.thread_metadata),
             "quiet": new.claim_for is not None,
+            "thread_ttl": self.options.thread_ttl.default_minutes,
             "event": dumps(
                 {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
             ),

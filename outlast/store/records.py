@@ -320,6 +320,7 @@ class Thread:
     run_graph: str | None = None
     run_error: dict[str, Any] | None = None
     asking: bool = False
+    ttl_minutes: float | None = None  # from its last update; None: it never expires
 
 
 @dataclass(frozen=True, slots=True)

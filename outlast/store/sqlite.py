@@ -26,7 +26,7 @@ import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.errors import LeaseLost, StoreUnavailable
-from outlast.store import items
+from outlast.store import item_backends
 from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
     EventDraft,
@@ -43,6 +43,7 @@ from outlast.store.event_ops import EventOps
 from outlast.store.hub import EVENTS, QUEUE, STATUS, THREADS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
+from outlast.store.options import StoreOptions
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.park_ops import ParkOps
 from outlast.store.rows import dumps, dumps_or_none
@@ -50,6 +51,7 @@ from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
 from outlast.store.sqlfiles import queries
 from outlast.store.sqlite_db import SqliteDb, connect, run_of
+from outlast.store.sweeps import SweepOps
 from outlast.store.transition_ops import TransitionOps
 from outlast.store.tx import Tx
 from outlast.store.wait_ops import WaitOps
@@ -94,12 +96,21 @@ class SqliteStore(
     OutboxOps,
     SecretsOps,
     LedgerOps,
+    SweepOps,
     Store,
 ):
     backend = "sqlite"
 
-    def __init__(self, path: Path, checkpoint_path: Path, *, hub: Hub | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        checkpoint_path: Path,
+        *,
+        hub: Hub | None = None,
+        options: StoreOptions | None = None,
+    ) -> None:
         self.path = path
+        self.options = options or StoreOptions()
         self.checkpoint_path = checkpoint_path
         self.hub = hub or Hub()
         self._q = queries("sqlite")
@@ -114,11 +125,11 @@ class SqliteStore(
             items_conn = await connect(self.checkpoint_path, autocommit=True)
         except Exception as exc:
             raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
-        self._items = await items.open_sqlite(items_conn)
+        self._items = await item_backends.open_sqlite(items_conn, self.options)
 
     async def close(self) -> None:
         if self._items is not None:
-            await items.close(self._items)  # and its connection
+            await item_backends.close(self._items)  # and its connection
             self._items = None
         await self._db.close()
 
@@ -130,7 +141,7 @@ class SqliteStore(
     async def migrate(self) -> list[str]:
         applied = await self._db.migrate()
         await self.checkpointer().setup()
-        await items.setup(self.items)
+        await item_backends.setup(self.items)
         return applied
 
     async def ping(self) -> None:
@@ -185,6 +196,7 @@ class SqliteStore(
                 thread_id=new.thread_id,
                 principal=new.principal,
                 metadata=dumps(new.thread_metadata),
+                thread_ttl=self.options.thread_ttl.default_minutes,
             )
             if new.thread_id is not None:
                 await tx.notify(THREADS, new.thread_id)

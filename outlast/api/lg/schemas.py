@@ -53,11 +53,27 @@ class Superstep(_Lenient):
     updates: list[SuperstepUpdate]
 
 
+# A TTL in minutes, from a second to a century (both stores' date arithmetic holds there).
+Minutes = Annotated[float, Field(ge=1 / 60, le=100 * 365 * 24 * 60)]
+
+
+class ThreadTTL(_Lenient):
+    """``client.threads.create(ttl=…)``: the SDK sends ``{"ttl": minutes, "strategy":
+    "delete"}`` (a bare number becomes that); ``keep_latest`` is not supported."""
+
+    ttl: Minutes
+    strategy: Literal["delete"] = "delete"
+
+
+def ttl_minutes(ttl: ThreadTTL | float | None) -> float | None:
+    return ttl.ttl if isinstance(ttl, ThreadTTL) else ttl
+
+
 class ThreadCreate(_Lenient):
     thread_id: str | None = Field(default=None, pattern=_THREAD_ID)
     metadata: dict[str, Any] = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
-    ttl: Any = None
+    ttl: ThreadTTL | Minutes | None = None
     supersteps: list[Superstep] | None = Field(default=None, max_length=100)
 
 
@@ -89,7 +105,7 @@ class ThreadCount(_Lenient):
 
 class ThreadPatch(_Lenient):
     metadata: dict[str, Any] = Field(default_factory=dict)
-    ttl: Any = None
+    ttl: ThreadTTL | Minutes | None = None
 
 
 class CheckpointRef(_Lenient):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
-from langgraph.store.base import BaseStore, InvalidNamespaceError
+from langgraph.store.base import NOT_PROVIDED, BaseStore, InvalidNamespaceError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outlast.api.edge import ctx_of
@@ -73,7 +73,7 @@ class PutItem(_Body):
     namespace: list[str]
     key: Key
     value: dict[str, Any]
-    # Without an index configured (outlast configures none) LangGraph ignores ``index``.
+    # The fields to embed (``store.index``; False: none); without an index, ignored.
     index: Literal[False] | list[str] | None = None
     ttl: float | None = Field(default=None, ge=MIN_TTL, le=MAX_TTL, description="minutes")
 
@@ -88,7 +88,7 @@ class SearchItems(_Body):
     filter: dict[str, Any] | None = None
     limit: Limit = 10
     offset: Offset = 0
-    # Accepted and, as in LangGraph's stores without an index, not used: no ranking.
+    # Ranks by similarity with ``store.index`` (``score``); without one, not used.
     query: str | None = None
     refresh_ttl: bool | None = None
 
@@ -139,7 +139,10 @@ async def put_item(request: Request, body: PutItem) -> Response:
     if namespace[0] == "langgraph":
         raise InvalidNamespace('namespace: the root label "langgraph" is reserved')
     namespace = await _asked(request, "put", namespace, key=body.key, value=body.value)
-    await _items(request).aput(namespace, body.key, body.value, body.index, ttl=body.ttl)
+    # The SDKs always send ``ttl`` (null when not given): null is the deployment's
+    # ``store.ttl.default_ttl``, as on LangGraph's server, not "never expires".
+    ttl = NOT_PROVIDED if body.ttl is None else body.ttl
+    await _items(request).aput(namespace, body.key, body.value, body.index, ttl=ttl)
     return Response(status_code=204)
 
 

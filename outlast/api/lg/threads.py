@@ -36,6 +36,7 @@ from outlast.api.lg.schemas import (
     ThreadCreate,
     ThreadPatch,
     ThreadSearch,
+    ttl_minutes,
 )
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
@@ -78,7 +79,9 @@ async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()])
     }
     wanted = await ctx.authz.check("threads", "create", asked)  # may stamp the metadata
     metadata = dict(asked.get("metadata") or {})
-    thread, created = await ctx.store.lg_create_thread(thread_id, ctx.principal, metadata)
+    thread, created = await ctx.store.lg_create_thread(
+        thread_id, ctx.principal, metadata, ttl_minutes(body.ttl)
+    )
     if not created:
         theirs = thread.principal != ctx.principal or not matches(thread.metadata, wanted)
         if body.if_exists == "raise" or theirs:
@@ -189,6 +192,8 @@ async def patch_thread(
     thread = await ctx.store.lg_set_thread_metadata(thread_id, dict(asked.get("metadata") or {}))
     if thread is None:
         thread = await thread_or_404(ctx, thread_id)
+    if body.ttl is not None:  # a new TTL, counted from now
+        await ctx.store.lg_set_thread_ttl(thread_id, ttl_minutes(body.ttl))
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await view(ctx, await thread_or_404(ctx, thread_id))

@@ -15,10 +15,30 @@ class LangGraphStore(Notifying, Protocol):
 
     @abc.abstractmethod
     async def lg_create_thread(
-        self, thread_id: str, principal: str, metadata: dict[str, Any]
+        self,
+        thread_id: str,
+        principal: str,
+        metadata: dict[str, Any],
+        ttl_minutes: float | None = None,
     ) -> tuple[Thread, bool]:
         """``(thread, True)``, or the existing thread and ``False`` (whoever owns it: the
-        API checks the owner). No event, no notification."""
+        API checks the owner). A new thread's TTL is ``ttl_minutes``, else the
+        deployment's default (``options.thread_ttl``); an existing one's is unchanged.
+        No event, no notification."""
+
+    @abc.abstractmethod
+    async def lg_set_thread_ttl(self, thread_id: str, ttl_minutes: float | None) -> Thread | None:
+        """The thread's own TTL (None: it never expires), counted from now; None if
+        unknown."""
+
+    @abc.abstractmethod
+    async def lg_expire_threads(self, *, force: bool = False) -> list[str] | None:
+        """Delete the threads past their TTL (nothing updated on them, the thread or a
+        run of it, for their ``ttl_minutes``) with their runs and logs, unless a run of
+        theirs is active (queued, running, cancelling, waiting): returns their ids (the
+        caller deletes their checkpoints). None when the sweep is not due: it runs once
+        per ``checkpointer.ttl.sweep_interval_minutes`` across every process (``force``:
+        now, whatever the lease)."""
 
     @abc.abstractmethod
     async def lg_threads(

@@ -26,8 +26,10 @@ WITH ins AS (
     -- the thread exists from its first run on (LangGraph's clients list threads); DO
     -- UPDATE, not DO NOTHING: the row stays locked until the commit, which serializes
     -- the acceptances of one thread (an eager claim relies on it)
-    INSERT INTO outlast_threads (thread_id, principal, metadata)
-    SELECT thread_id, principal, %(thread_metadata)s::jsonb FROM ins
+    -- a thread made by its first run gets the metadata the app's auth.py stamped
+    -- (thread_metadata) and the deployment's default TTL (thread_ttl)
+    INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes)
+    SELECT thread_id, principal, %(thread_metadata)s::jsonb, %(thread_ttl)s::float8 FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
 -- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces

@@ -2,8 +2,8 @@
 
 -- name: lg_thread_insert
 -- A new thread, or nothing if it exists.
-INSERT INTO outlast_threads (thread_id, principal, metadata)
-VALUES (%(thread_id)s, %(principal)s, %(metadata)s::jsonb)
+INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes)
+VALUES (%(thread_id)s, %(principal)s, %(metadata)s::jsonb, %(ttl)s::float8)
 ON CONFLICT (thread_id) DO NOTHING
 RETURNING *;
 
@@ -113,3 +113,33 @@ WHERE t.temporary
              OR r.updated_at > now() - make_interval(secs => %(age)s::float8)))
 LIMIT 100
 FOR UPDATE OF t SKIP LOCKED;
+
+-- name: lg_thread_set_ttl
+-- A thread's own TTL (minutes; null: none), counted from now.
+UPDATE outlast_threads SET ttl_minutes = %(ttl)s::float8, updated_at = clock_timestamp()
+WHERE thread_id = %(thread_id)s
+RETURNING *;
+
+-- name: lg_threads_expired
+-- Threads past their TTL: nothing updated on them (the thread, or a run of it) for
+-- ttl_minutes, and no run of theirs active (queued, running, cancelling, waiting).
+SELECT t.thread_id FROM outlast_threads t
+WHERE t.ttl_minutes IS NOT NULL
+  AND t.updated_at < now() - make_interval(secs => t.ttl_minutes * 60)
+  AND NOT EXISTS (
+      SELECT 1 FROM outlast_runs r
+      WHERE r.thread_id = t.thread_id
+        AND (r.status IN ('queued', 'running', 'cancelling', 'waiting')
+             OR r.updated_at >= now() - make_interval(secs => t.ttl_minutes * 60)))
+ORDER BY t.updated_at
+LIMIT 100
+FOR UPDATE OF t SKIP LOCKED;
+
+-- name: sweep_due
+-- Take the next sweep named `sweep` if it is due: next_at moves `every` seconds ahead and
+-- the row comes back; for every other process in that interval, nothing comes back.
+INSERT INTO outlast_sweeps (name, next_at)
+VALUES (%(sweep)s, now() + make_interval(secs => %(every)s::float8))
+ON CONFLICT (name) DO UPDATE SET next_at = EXCLUDED.next_at
+WHERE outlast_sweeps.next_at <= now()
+RETURNING name;

@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0015_crons
+-- Up to migration: 0016_ttl
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -174,11 +174,14 @@ CREATE TABLE outlast_threads (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     -- a stateless run's thread (on_completion=delete), deleted once its run ended (0010)
-    temporary  boolean NOT NULL DEFAULT false
+    temporary  boolean NOT NULL DEFAULT false,
+    -- its TTL in minutes from its last update (its own or its runs'); null: none (0016)
+    ttl_minutes double precision
 );
 CREATE INDEX outlast_threads_principal ON outlast_threads (principal, created_at DESC);
 CREATE INDEX outlast_threads_metadata ON outlast_threads USING gin (metadata jsonb_path_ops);
 CREATE INDEX outlast_threads_temporary ON outlast_threads (thread_id) WHERE temporary;
+CREATE INDEX outlast_threads_ttl ON outlast_threads (updated_at) WHERE ttl_minutes IS NOT NULL;
 
 -- User assistants (system assistants, one per graph, are not stored) and their versions.
 CREATE TABLE outlast_assistants (
@@ -354,3 +357,10 @@ CREATE INDEX outlast_crons_thread ON outlast_crons (thread_id);
 CREATE INDEX outlast_crons_due ON outlast_crons (next_run_at)
     WHERE enabled AND firing_at IS NULL;
 CREATE INDEX outlast_crons_firing ON outlast_crons (claimed_until) WHERE firing_at IS NOT NULL;
+
+-- 0016: the sweeps' leases (store/sweeps.py): when each kind of sweep (items, threads) is
+-- next due; a process sweeps only if it moved next_at forward itself.
+CREATE TABLE outlast_sweeps (
+    name    text PRIMARY KEY,
+    next_at timestamptz NOT NULL
+);

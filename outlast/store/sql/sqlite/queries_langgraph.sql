@@ -2,9 +2,9 @@
 
 -- name: lg_thread_insert
 -- A new thread, or nothing if it exists.
-INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at)
+INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at, ttl_minutes)
 VALUES (:thread_id, :principal, :metadata, (SELECT now FROM outlast_clock),
-        (SELECT now FROM outlast_clock))
+        (SELECT now FROM outlast_clock), :ttl)
 ON CONFLICT (thread_id) DO NOTHING
 RETURNING *;
 
@@ -112,3 +112,30 @@ WHERE t.temporary = 1
         AND (r.status NOT IN ('completed', 'failed', 'cancelled')
              OR r.updated_at > (SELECT now FROM outlast_clock) - :age))
 LIMIT 100;
+
+-- name: lg_thread_set_ttl
+-- A thread's own TTL (minutes; null: none), counted from now.
+UPDATE outlast_threads SET ttl_minutes = :ttl, updated_at = (SELECT now FROM outlast_clock)
+WHERE thread_id = :thread_id
+RETURNING *;
+
+-- name: lg_threads_expired
+-- Threads past their TTL; see the Postgres query.
+SELECT t.thread_id FROM outlast_threads t
+WHERE t.ttl_minutes IS NOT NULL
+  AND t.updated_at < (SELECT now FROM outlast_clock) - t.ttl_minutes * 60
+  AND NOT EXISTS (
+      SELECT 1 FROM outlast_runs r
+      WHERE r.thread_id = t.thread_id
+        AND (r.status IN ('queued', 'running', 'cancelling', 'waiting')
+             OR r.updated_at >= (SELECT now FROM outlast_clock) - t.ttl_minutes * 60))
+ORDER BY t.updated_at
+LIMIT 100;
+
+-- name: sweep_due
+-- Take the next sweep named `sweep` if it is due; see the Postgres query.
+INSERT INTO outlast_sweeps (name, next_at)
+VALUES (:sweep, (SELECT now FROM outlast_clock) + :every)
+ON CONFLICT (name) DO UPDATE SET next_at = excluded.next_at
+WHERE outlast_sweeps.next_at <= (SELECT now FROM outlast_clock)
+RETURNING name;

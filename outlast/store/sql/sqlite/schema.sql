@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0015_crons
+-- Up to migration: 0016_ttl
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -143,10 +143,12 @@ CREATE TABLE outlast_threads (
     metadata   TEXT NOT NULL DEFAULT '{}',
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    temporary  INTEGER NOT NULL DEFAULT 0  -- a stateless run's thread (0010)
+    temporary  INTEGER NOT NULL DEFAULT 0,  -- a stateless run's thread (0010)
+    ttl_minutes REAL  -- its TTL from its last update, null: none (0016)
 );
 CREATE INDEX outlast_threads_principal ON outlast_threads (principal, created_at DESC);
 CREATE INDEX outlast_threads_temporary ON outlast_threads (thread_id) WHERE temporary = 1;
+CREATE INDEX outlast_threads_ttl ON outlast_threads (updated_at) WHERE ttl_minutes IS NOT NULL;
 
 CREATE TABLE outlast_assistants (
     assistant_id TEXT PRIMARY KEY,
@@ -302,3 +304,9 @@ CREATE INDEX outlast_crons_thread ON outlast_crons (thread_id);
 CREATE INDEX outlast_crons_due ON outlast_crons (next_run_at)
     WHERE enabled = 1 AND firing_at IS NULL;
 CREATE INDEX outlast_crons_firing ON outlast_crons (claimed_until) WHERE firing_at IS NOT NULL;
+
+-- 0016: the sweeps' leases (store/sweeps.py): when each kind of sweep is next due.
+CREATE TABLE outlast_sweeps (
+    name    TEXT PRIMARY KEY,
+    next_at REAL NOT NULL
+);
