@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from outlast import cli_serve
+from outlast.cli import serve as cli_serve
 from outlast.config import Settings
 from outlast.graph.manifest import Manifest, ManifestError, ignored
 from outlast.graph.registry import GraphRegistry
 from outlast.importing import resolve_in
+from outlast.runtime.deployment import store_options
 
 GRAPH = "outlast.graph.example:graph"
 
@@ -129,7 +130,7 @@ def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Pat
         "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 60}},
     }
     try:
-        options = Manifest.read(_write(tmp_path, data)).store_options()
+        options = store_options(Manifest.read(_write(tmp_path, data)))
     finally:
         os.environ.pop("EMBED_TEST_DIMS", None)
     assert options.item_ttl.default_minutes == 1.5
@@ -140,7 +141,7 @@ def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Pat
     assert options.index.embed(["x"]) == [[1.0, 1.0]]
     assert options.thread_ttl.default_minutes == 60
     assert options.thread_ttl.sweep_minutes == 5  # LangGraph's default interval
-    assert Manifest.read(None).store_options().index is None
+    assert store_options(Manifest.read(None)).index is None
     bad = {**data, "store": {"index": {"dims": 2, "embed": "./nowhere.py:embed"}}}
     with pytest.raises(ManifestError, match=r"store\.index\.embed"):
-        Manifest.read(_write(tmp_path, bad)).store_options()
+        store_options(Manifest.read(_write(tmp_path, bad)))

@@ -37,11 +37,12 @@ from outlast.api.webhooks import router as webhooks_router
 from outlast.config import Settings
 from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
+from outlast.runtime.deployment import open_store
 from outlast.runtime.loops import LoopFailed
 from outlast.runtime.worker import Worker
 from outlast.secretbox import SecretBox
 from outlast.service import authz
-from outlast.store import Store, make_store
+from outlast.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ class _Parts:
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
-        s = self.store or make_store(self.settings)
+        s = self.store or open_store(self.settings)
         await s.open()
         if self.migrate:
             await s.migrate()

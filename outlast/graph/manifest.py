@@ -24,14 +24,6 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from outlast.errors import GraphLoadError
-from outlast.importing import resolve_in
-from outlast.store.options import (
-    DEFAULT_SWEEP_MINUTES,
-    ItemIndex,
-    ItemTTL,
-    StoreOptions,
-    ThreadTTL,
-)
 
 log = logging.getLogger(__name__)
 
@@ -172,49 +164,11 @@ class Manifest(_Section):
             if value is not None:
                 os.environ.setdefault(name, value)
 
-    def store_options(self) -> StoreOptions:
-        """``store`` and ``checkpointer`` for the store layer. An ``embed`` that names a
-        file (``./embed.py:fn``) is imported here, after ``env`` is applied; any other
-        string is a ``provider:model`` for LangChain's ``init_embeddings``."""
-        store = self.store or StoreSection()
-        ttl = store.ttl or StoreTTL()
-        index = None
-        if store.index is not None:
-            self.apply_env()
-            index = ItemIndex(
-                dims=store.index.dims,
-                embed=_embedder(store.index.embed, self.base_dir),
-                fields=tuple(store.index.fields or ("$",)),
-            )
-        threads = (self.checkpointer or CheckpointerSection()).ttl or CheckpointerTTL()
-        return StoreOptions(
-            item_ttl=ItemTTL(
-                default_minutes=ttl.default_ttl,
-                refresh_on_read=ttl.refresh_on_read,
-                sweep_minutes=ttl.sweep_interval_minutes or DEFAULT_SWEEP_MINUTES,
-            ),
-            index=index,
-            thread_ttl=ThreadTTL(
-                default_minutes=threads.default_ttl,
-                sweep_minutes=threads.sweep_interval_minutes or DEFAULT_SWEEP_MINUTES,
-            ),
-        )
-
     def graph_targets(self) -> dict[str, str]:
         return {
             name: entry if isinstance(entry, str) else entry.path
             for name, entry in self.graphs.items()
         }
-
-
-def _embedder(embed: str, base: Path) -> Any:
-    module_part = embed.rpartition(":")[0]
-    if module_part.endswith(".py") or "/" in module_part:
-        try:
-            return resolve_in(embed, base)
-        except Exception as exc:  # a missing file, a module that raises as it is imported
-            raise ManifestError(f"store.index.embed: {type(exc).__name__}: {exc}") from exc
-    return embed
 
 
 # What outlast does with each key, dotted; a section's sub-keys not listed are ignored.

@@ -88,12 +88,9 @@ __all__ = [
 
 def make_store(settings: Settings, options: StoreOptions | None = None) -> Store:
     """Postgres when a URL is configured, else SQLite under ``data_dir``. Not opened yet.
-    ``options`` default to what ``langgraph.json`` (``settings.graphs_file``) asks of the
-    stores: its ``store`` and ``checkpointer`` sections."""
-    if options is None:
-        from outlast.graph.manifest import Manifest
-
-        options = Manifest.read(settings.graphs_file).store_options()
+    ``options``: what the deployment asks of the stores (``runtime/deployment.py`` reads
+    them from ``langgraph.json``); LangGraph's defaults without."""
+    options = options or StoreOptions()
     url = settings.database_url
     if url and url.startswith(("postgres://", "postgresql://")):
         from outlast.store.postgres import PostgresStore

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from outlast import __version__, logs, processes
-from outlast.cli_support import console, describe, settings_from
+from outlast.cli.support import console, describe, settings_from
 from outlast.config import Settings
 
 

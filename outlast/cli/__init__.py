@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from outlast import __version__, heap, logs, processes
-from outlast.cli_serve import cmd_serve, process_count
-from outlast.cli_support import common_flags, console, describe, settings_from
+from outlast.cli.serve import cmd_serve, process_count
+from outlast.cli.support import common_flags, console, describe, settings_from
 from outlast.config import Settings
 
 
@@ -25,10 +25,10 @@ async def _worker_main(settings: Settings) -> None:
     from outlast.api.lg.cron_runs import firer
     from outlast.api.webhooks import BODIES
     from outlast.graph.registry import GraphRegistry
+    from outlast.runtime.deployment import open_store
     from outlast.runtime.worker import Worker
-    from outlast.store import make_store
 
-    store = make_store(settings)
+    store = open_store(settings)
     await store.open()
     try:
         graphs = GraphRegistry.from_config(settings.graphs_file, settings.graphs)
@@ -67,9 +67,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings) -> list[str]:
-    from outlast.store import make_store
+    from outlast.runtime.deployment import open_store
 
-    store = make_store(settings)
+    store = open_store(settings)
     await store.open()
     try:
         return await store.migrate()
@@ -88,11 +88,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 async def _secrets(settings: Settings, rotate: bool) -> tuple[int, int, int, int]:
     """(sealed, opened by an older key, unreadable, re-sealed)."""
+    from outlast.runtime.deployment import open_store
     from outlast.secretbox import SecretBox
-    from outlast.store import make_store
 
     box = SecretBox.from_settings(settings)
-    store = make_store(settings)
+    store = open_store(settings)
     await store.open()
     try:
         items = await store.sealed_secrets()
@@ -230,7 +230,3 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

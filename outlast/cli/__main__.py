@@ -1,0 +1,7 @@
+"""``python -m outlast.cli``: the same commands as ``outlast``."""
+
+import sys
+
+from outlast.cli import main
+
+sys.exit(main())
