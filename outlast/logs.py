@@ -1,7 +1,8 @@
 """Logging setup: text for a terminal, or one JSON object per line for a log pipeline.
 
 A JSON record holds ``time``, ``level``, ``logger``, ``message`` and, when known,
-``run_id``, ``thread_id`` and ``trace_id``. The run and thread live in context variables
+``run_id``, ``thread_id``, ``trace_id`` and the request's ``headers`` that
+``langgraph.json`` names (``http.logging_headers``). The run and thread live in context variables
 bound where a run executes (``Execution.execute``), so every record logged while it runs
 carries them: the runtime's, LangGraph's, a node's own, in every task the execution
 starts. ``trace_id`` is the OpenTelemetry trace when tracing is on, else the run id: one
@@ -28,6 +29,9 @@ from outlast import tracing
 
 RUN_ID: ContextVar[str | None] = ContextVar("outlast_run_id", default=None)
 THREAD_ID: ContextVar[str | None] = ContextVar("outlast_thread_id", default=None)
+# The request headers ``langgraph.json``'s ``http.logging_headers`` picks, bound for the
+# request that is being served (``api/serving.py``): its records carry them.
+HEADERS: ContextVar[dict[str, str] | None] = ContextVar("outlast_headers", default=None)
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -93,6 +97,9 @@ class JsonFormatter(logging.Formatter):
         for key, value in (("run_id", run_id), ("thread_id", thread_id), ("trace_id", trace_id)):
             if value is not None:
                 out[key] = value
+        headers = HEADERS.get()
+        if headers:
+            out["headers"] = {k: redact(v) for k, v in headers.items()}
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         if record.stack_info:

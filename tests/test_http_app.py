@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
+from outlast.logs import JsonFormatter
 from outlast.store import Store
 from tests.harness import ALICE, KEYS, TESTS, auth, make_settings, open_sqlite, serve
 
 WEBAPP = """
+import logging
 from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 
@@ -45,6 +47,11 @@ async def hello(request: Request):
 @app.get("/threads/{thread_id}")
 async def mine(thread_id: str):
     return {"mine": thread_id}
+
+@app.get("/noted")
+async def noted():
+    logging.getLogger("webapp").warning("noted")
+    return {}
 """
 
 ECHO = """
@@ -272,3 +279,36 @@ def test_a_bad_http_app_stops_the_server(tmp_path: Path, target: str, says: str)
     said = " ".join(done.stderr.split())
     assert done.returncode == 2, done.stderr
     assert "http.app" in said and says in said and "serving on" not in said
+
+
+async def test_logging_headers_ride_on_the_request_s_log_records(
+    sqlite: Store, tmp_path: Path
+) -> None:
+    graphs = _manifest(
+        tmp_path,
+        {
+            "app": "./webapp.py:app",
+            "logging_headers": {
+                "includes": ["x-request-*", "authorization"],
+                "excludes": ["x-request-secret"],
+            },
+        },
+    )
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    keep = Keep()
+    keep.setFormatter(JsonFormatter())
+    logging.getLogger("webapp").addHandler(keep)
+    try:
+        async with serve(sqlite, make_settings(graphs_file=graphs)) as srv:
+            sent = {"x-request-id": "r-1", "x-request-secret": "s", "authorization": "Bearer k"}
+            assert (await srv.client.get("/noted", headers=sent)).status_code == 200
+    finally:
+        logging.getLogger("webapp").removeHandler(keep)
+    (record,) = [json.loads(r) for r in records]
+    # picked by name; excluded ones and credentials never
+    assert record["message"] == "noted" and record["headers"] == {"x-request-id": "r-1"}

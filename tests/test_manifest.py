@@ -72,14 +72,14 @@ def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
         "dependencies": ["."],
         "python_version": "3.11",  # building an image: nothing for a server to do
         "webhooks": {"env_prefix": "X_"},
-        "http": {"logging_headers": {"excludes": ["x-*"]}, "disable_meta": True},
+        "http": {"require_https": True, "disable_meta": True},
         "store": {"ttl": {"default_ttl": 10}, "serde": {}},
         "bogus": 1,
     }
     path = _write(tmp_path, data)
     manifest = Manifest.read(path)
     assert manifest.graph_targets() == {"a": GRAPH}
-    expected = ["bogus", "http.logging_headers", "store.serde", "webhooks"]
+    expected = ["bogus", "http.require_https", "store.serde", "webhooks"]
     assert ignored(manifest) == expected
     assert cli_serve.manifest_ok(Settings(graphs_file=path))
     said = " ".join(capsys.readouterr().err.split())

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from outlast import logs
 from outlast.api.lg import EXPOSED
 from outlast.api.problems import langgraph_face
 from outlast.api.run_headers import RunHttp
@@ -133,8 +134,31 @@ class Serving:
         """CORS (outside authentication: a browser's preflight carries no key), then the
         mount prefix outermost."""
         app = _cors(inner, origins, self.section.cors)
+        if self.section.logging_headers is not None:
+            app = _LoggedHeaders(app, RunHttp.of(self.section.logging_headers))
         prefix = self.section.mount_prefix
         return _Prefixed(app, prefix, self.user, self.ours(table)) if prefix else app
+
+
+class _LoggedHeaders:
+    """``logging_headers``: the request's headers it picks (by the same patterns as
+    ``configurable_headers``, credentials never) on every log record of the request."""
+
+    def __init__(self, app: ASGIApp, picker: RunHttp) -> None:
+        self.app, self.picker = app, picker
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        raw: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            raw.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+        token = logs.HEADERS.set(self.picker.bound(raw).configurable or None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            logs.HEADERS.reset(token)
 
 
 class _Disabled:

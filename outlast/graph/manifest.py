@@ -200,6 +200,7 @@ HONOURED = frozenset(
                 "disable_meta",
                 "disable_ui",
                 "disable_webhooks",
+                "logging_headers",
             )
         ),
     }
