@@ -20,12 +20,14 @@ from outlast.service.authz import matches
 from outlast.store import Store
 from tests import user_auth_graphs
 from tests.harness import Server, eventually, is_problem, make_settings, serve
+from tests.mcp_client import Peer, connect
 
 TESTS = Path(__file__).resolve().parent
 ALICE = {"Authorization": "Bearer token-alice"}
 BOB = {"Authorization": "Bearer token-bob"}
 CAROL_P1 = {"Authorization": "Bearer token-carol-p1"}
 CAROL_P2 = {"Authorization": "Bearer token-carol-p2"}
+READ_ONLY = {"Authorization": "Bearer token-rita"}
 
 
 def manifest(tmp_path: Path, auth_path: str = f"{TESTS}/user_auth_app.py:auth") -> Path:
@@ -237,3 +239,38 @@ async def test_the_store_handler_scopes_items_to_the_users_namespace(
         found = await alice.store.search_items(["prefs"])
         assert [i["key"] for i in found["items"]] == ["theme"]
         assert (await alice.store.list_namespaces())["namespaces"] == [["alice", "prefs"]]
+
+
+async def _listed(peer: Peer) -> list[str]:
+    return [t["taskId"] for t in (await peer.wire.send_raw_request("tasks/list", {}))["tasks"]]
+
+
+async def test_mcp_calls_run_as_the_user_under_its_handlers(store: Store, tmp_path: Path) -> None:
+    """The ``mcp`` SDK's client with the app's bearer tokens: a call runs as the user,
+    ``threads.create_run`` may refuse it (an MCP error), and a task is another identity's
+    (or another project's) to neither get, cancel nor list."""
+    from mcp.shared.exceptions import MCPError
+
+    async with serve(store, settings(tmp_path)) as srv:
+        async with connect(srv.url, "token-alice") as alice:
+            got = await alice.session.call_tool("whoami", {"topic": "mcp"})
+            assert got.structured_content is not None
+            assert got.structured_content["who"] == "alice", got
+            mine = await alice.call_as_task("hitl", {"topic": "mcp"})
+        async with connect(srv.url, "token-rita") as rita:
+            with pytest.raises(MCPError, match="read-only users run nothing"):
+                await rita.session.call_tool("whoami", {"topic": "no"})
+        async with connect(srv.url, "token-bob") as bob:
+            for call in (bob.task(mine), bob.cancel_task(mine)):
+                with pytest.raises(MCPError, match="Task not found"):
+                    await call
+        async with connect(srv.url, "token-carol-p1") as p1:
+            p1_task = await p1.call_as_task("hitl", {"topic": "p1"})
+            assert await _listed(p1) == [p1_task]
+        async with connect(srv.url, "token-carol-p2") as p2:
+            assert await _listed(p2) == []
+            for call in (p2.task(p1_task), p2.cancel_task(p1_task)):
+                with pytest.raises(MCPError, match="Task not found"):
+                    await call
+        async with connect(srv.url, "token-carol-p1") as p1:
+            assert (await p1.task(p1_task)).status in ("working", "input_required")
