@@ -2,17 +2,20 @@
 its authenticate handler decides who calls (its identity is the principal), its
 ``@auth.on`` handlers stamp owners on what is made and filter what is read, searched,
 streamed, resumed and cancelled, on the LangGraph face (the real ``langgraph_sdk``), the
-thread protocol's commands and stream, ``/v1`` and A2A; its refusals keep their status;
-graph factories and runs see the user."""
+thread protocol's commands and stream, ``/v1``, A2A (the ``a2a-sdk`` client) and MCP
+(the ``mcp`` client); its refusals keep their status; graph factories and runs see the
+user. Assistants and crons: ``test_user_auth_resources.py``."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from a2a.helpers import new_data_part
+from a2a.types import CancelTaskRequest, GetTaskRequest, TaskNotFoundError, TaskState
 from langgraph_sdk.errors import NotFoundError, PermissionDeniedError
 
 from outlast.graph.manifest import ManifestError
@@ -21,6 +24,7 @@ from outlast.store import Store
 from tests import user_auth_graphs
 from tests.harness import Server, eventually, is_problem, make_settings, serve
 from tests.mcp_client import Peer, connect
+from tests.test_a2a import Agent, _message
 
 TESTS = Path(__file__).resolve().parent
 ALICE = {"Authorization": "Bearer token-alice"}
@@ -142,25 +146,23 @@ async def test_v1_and_a2a_stamp_and_filter_too(store: Store, tmp_path: Path) -> 
         thread = (await c.get(f"/threads/{made.json()['thread_id']}", headers=CAROL_P1)).json()
         assert matches(thread["metadata"], {"owner": "carol", "projects": {"$contains": "p1"}})
         is_problem(await c.get(f"/v1/runs/{made.json()['id']}", headers=BOB), 404)
-        # A2A (JSON-RPC over HTTP, the 0.3 method names): a task p2 cannot get or cancel
-        url = "/a2a/hitl"
-        message = {
-            "kind": "message",
-            "messageId": str(uuid.uuid4()),
-            "role": "user",
-            "parts": [{"kind": "data", "data": {"topic": "a2a"}}],
-        }
-        send = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
-        sent = (await c.post(url, json=send, headers=CAROL_P1)).json()["result"]
-        assert sent["status"]["state"] == "input-required"
-        a2a_thread = (await c.get(f"/threads/{sent['contextId']}", headers=CAROL_P1)).json()
-        assert a2a_thread["metadata"]["projects"] == ["p1"]
-        for rpc in ("tasks/get", "tasks/cancel"):
-            call = {"jsonrpc": "2.0", "id": 2, "method": rpc, "params": {"id": sent["id"]}}
-            answer = (await c.post(url, json=call, headers=CAROL_P2)).json()
-            assert answer["error"]["code"] == -32001, answer
-        get = {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": sent["id"]}}
-        assert (await c.post(url, json=get, headers=CAROL_P1)).json()["result"]["id"] == sent["id"]
+        # A2A through the a2a-sdk client, with carol's tokens: a task p2 cannot get or cancel
+        async with (
+            httpx.AsyncClient(timeout=60, headers=CAROL_P1) as h1,
+            httpx.AsyncClient(timeout=60, headers=CAROL_P2) as h2,
+        ):
+            p1, p2 = Agent(h1, srv.url), Agent(h2, srv.url)
+            sent = await p1.send("hitl", _message(new_data_part({"topic": "a2a"})))
+            assert sent.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            a2a_thread = (await c.get(f"/threads/{sent.context_id}", headers=CAROL_P1)).json()
+            assert a2a_thread["metadata"]["projects"] == ["p1"]
+            theirs = await p2.client("hitl")
+            with pytest.raises(TaskNotFoundError):
+                await theirs.get_task(GetTaskRequest(id=sent.id))
+            with pytest.raises(TaskNotFoundError):
+                await theirs.cancel_task(CancelTaskRequest(id=sent.id))
+            mine = await (await p1.client("hitl")).get_task(GetTaskRequest(id=sent.id))
+            assert mine.id == sent.id and mine.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
 
 
 async def test_refusals_keep_their_status_and_public_routes_stay_open(
