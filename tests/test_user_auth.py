@@ -2,17 +2,20 @@
 its authenticate handler decides who calls (its identity is the principal), its
 ``@auth.on`` handlers stamp owners on what is made and filter what is read, searched,
 streamed, resumed and cancelled, on the LangGraph face (the real ``langgraph_sdk``), the
-thread protocol's commands and stream, ``/v1`` and A2A; its refusals keep their status;
-graph factories and runs see the user."""
+thread protocol's commands and stream, ``/v1``, A2A (the ``a2a-sdk`` client) and MCP
+(the ``mcp`` client); its refusals keep their status; graph factories and runs see the
+user. Assistants and crons: ``test_user_auth_resources.py``."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from a2a.helpers import new_data_part
+from a2a.types import CancelTaskRequest, GetTaskRequest, TaskNotFoundError, TaskState
 from langgraph_sdk.errors import NotFoundError, PermissionDeniedError
 
 from outlast.graph.manifest import ManifestError
@@ -20,12 +23,15 @@ from outlast.service.authz import matches
 from outlast.store import Store
 from tests import user_auth_graphs
 from tests.harness import Server, eventually, is_problem, make_settings, serve
+from tests.mcp_client import Peer, connect
+from tests.test_a2a import Agent, _message
 
 TESTS = Path(__file__).resolve().parent
 ALICE = {"Authorization": "Bearer token-alice"}
 BOB = {"Authorization": "Bearer token-bob"}
 CAROL_P1 = {"Authorization": "Bearer token-carol-p1"}
 CAROL_P2 = {"Authorization": "Bearer token-carol-p2"}
+READ_ONLY = {"Authorization": "Bearer token-rita"}
 
 
 def manifest(tmp_path: Path, auth_path: str = f"{TESTS}/user_auth_app.py:auth") -> Path:
@@ -140,25 +146,23 @@ async def test_v1_and_a2a_stamp_and_filter_too(store: Store, tmp_path: Path) -> 
         thread = (await c.get(f"/threads/{made.json()['thread_id']}", headers=CAROL_P1)).json()
         assert matches(thread["metadata"], {"owner": "carol", "projects": {"$contains": "p1"}})
         is_problem(await c.get(f"/v1/runs/{made.json()['id']}", headers=BOB), 404)
-        # A2A (JSON-RPC over HTTP, the 0.3 method names): a task p2 cannot get or cancel
-        url = "/a2a/hitl"
-        message = {
-            "kind": "message",
-            "messageId": str(uuid.uuid4()),
-            "role": "user",
-            "parts": [{"kind": "data", "data": {"topic": "a2a"}}],
-        }
-        send = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
-        sent = (await c.post(url, json=send, headers=CAROL_P1)).json()["result"]
-        assert sent["status"]["state"] == "input-required"
-        a2a_thread = (await c.get(f"/threads/{sent['contextId']}", headers=CAROL_P1)).json()
-        assert a2a_thread["metadata"]["projects"] == ["p1"]
-        for rpc in ("tasks/get", "tasks/cancel"):
-            call = {"jsonrpc": "2.0", "id": 2, "method": rpc, "params": {"id": sent["id"]}}
-            answer = (await c.post(url, json=call, headers=CAROL_P2)).json()
-            assert answer["error"]["code"] == -32001, answer
-        get = {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": sent["id"]}}
-        assert (await c.post(url, json=get, headers=CAROL_P1)).json()["result"]["id"] == sent["id"]
+        # A2A through the a2a-sdk client, with carol's tokens: a task p2 cannot get or cancel
+        async with (
+            httpx.AsyncClient(timeout=60, headers=CAROL_P1) as h1,
+            httpx.AsyncClient(timeout=60, headers=CAROL_P2) as h2,
+        ):
+            p1, p2 = Agent(h1, srv.url), Agent(h2, srv.url)
+            sent = await p1.send("hitl", _message(new_data_part({"topic": "a2a"})))
+            assert sent.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            a2a_thread = (await c.get(f"/threads/{sent.context_id}", headers=CAROL_P1)).json()
+            assert a2a_thread["metadata"]["projects"] == ["p1"]
+            theirs = await p2.client("hitl")
+            with pytest.raises(TaskNotFoundError):
+                await theirs.get_task(GetTaskRequest(id=sent.id))
+            with pytest.raises(TaskNotFoundError):
+                await theirs.cancel_task(CancelTaskRequest(id=sent.id))
+            mine = await (await p1.client("hitl")).get_task(GetTaskRequest(id=sent.id))
+            assert mine.id == sent.id and mine.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
 
 
 async def test_refusals_keep_their_status_and_public_routes_stay_open(
@@ -237,3 +241,38 @@ async def test_the_store_handler_scopes_items_to_the_users_namespace(
         found = await alice.store.search_items(["prefs"])
         assert [i["key"] for i in found["items"]] == ["theme"]
         assert (await alice.store.list_namespaces())["namespaces"] == [["alice", "prefs"]]
+
+
+async def _listed(peer: Peer) -> list[str]:
+    return [t["taskId"] for t in (await peer.wire.send_raw_request("tasks/list", {}))["tasks"]]
+
+
+async def test_mcp_calls_run_as_the_user_under_its_handlers(store: Store, tmp_path: Path) -> None:
+    """The ``mcp`` SDK's client with the app's bearer tokens: a call runs as the user,
+    ``threads.create_run`` may refuse it (an MCP error), and a task is another identity's
+    (or another project's) to neither get, cancel nor list."""
+    from mcp.shared.exceptions import MCPError
+
+    async with serve(store, settings(tmp_path)) as srv:
+        async with connect(srv.url, "token-alice") as alice:
+            got = await alice.session.call_tool("whoami", {"topic": "mcp"})
+            assert got.structured_content is not None
+            assert got.structured_content["who"] == "alice", got
+            mine = await alice.call_as_task("hitl", {"topic": "mcp"})
+        async with connect(srv.url, "token-rita") as rita:
+            with pytest.raises(MCPError, match="read-only users run nothing"):
+                await rita.session.call_tool("whoami", {"topic": "no"})
+        async with connect(srv.url, "token-bob") as bob:
+            for call in (bob.task(mine), bob.cancel_task(mine)):
+                with pytest.raises(MCPError, match="Task not found"):
+                    await call
+        async with connect(srv.url, "token-carol-p1") as p1:
+            p1_task = await p1.call_as_task("hitl", {"topic": "p1"})
+            assert await _listed(p1) == [p1_task]
+        async with connect(srv.url, "token-carol-p2") as p2:
+            assert await _listed(p2) == []
+            for call in (p2.task(p1_task), p2.cancel_task(p1_task)):
+                with pytest.raises(MCPError, match="Task not found"):
+                    await call
+        async with connect(srv.url, "token-carol-p1") as p1:
+            assert (await p1.task(p1_task)).status in ("working", "input_required")

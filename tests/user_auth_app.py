@@ -1,8 +1,8 @@
 """An app's ``auth.py`` as LangGraph's custom-auth guide shapes one (written for these
 tests): bearer tokens for a few users, ``authenticate`` → identity, every resource stamped
 with its owner and filtered by it; carol's two tokens each see one project's threads (a
-``$contains`` filter); deleting a thread takes a permission; the store is scoped to the
-user's namespace."""
+``$contains`` filter); deleting a thread takes a permission; a read-only user starts no
+run; the store is scoped to the user's namespace."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ USERS: dict[str, dict[str, Any]] = {
     "token-bob": {"identity": "bob", "display_name": "Bob", "permissions": []},
     "token-carol-p1": {"identity": "carol", "project": "p1", "permissions": []},
     "token-carol-p2": {"identity": "carol", "project": "p2", "permissions": []},
+    "token-rita": {"identity": "rita", "permissions": ["readonly"]},
 }
 
 auth = Auth()
@@ -48,6 +49,13 @@ async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filt
         if "project" in ctx.user:
             metadata["projects"] = [ctx.user["project"]]
     return _owned(ctx)  # type: ignore[return-value]
+
+
+@auth.on.threads.create_run
+async def runs_need_write(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
+    if "readonly" in ctx.permissions:
+        raise Auth.exceptions.HTTPException(status_code=403, detail="read-only users run nothing")
+    return await owner_only(ctx, value)
 
 
 @auth.on.threads.delete

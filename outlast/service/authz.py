@@ -5,7 +5,8 @@
 request, in place of outlast's API keys); the identity it returns is the caller's
 principal, so outlast's own scoping (a principal's runs, threads, items) holds as it
 does with keys. Its ``@auth.on`` handlers are asked here, once per operation, by every
-face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A):
+face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A,
+MCP; assistants in ``api/lg/assistant_authz.py``, crons in ``api/lg/cron_authz.py``):
 ``None``/``True`` allows, ``False`` refuses (``403``), a dict is a filter on the
 resource's metadata (a thread that fails it does not exist for the caller: ``404`` on a
 read, absent from a search), and what the handler writes into ``value["metadata"]`` is

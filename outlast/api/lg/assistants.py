@@ -23,14 +23,21 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
-from pydantic import BaseModel, Field
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.lg.schemas import Offset
+from outlast.api.lg import assistant_authz as authz
+from outlast.api.lg.assistant_bodies import (
+    CreateBody,
+    Filters,
+    LatestBody,
+    PatchBody,
+    SearchBody,
+    VersionsBody,
+)
 from outlast.errors import OutlastError, UnknownGraph
 from outlast.store.assistants import AssistantExists, AssistantNotFound
 from outlast.store.base import Assistant, system_assistant_id
@@ -55,20 +62,6 @@ Namespace = Annotated[str, Path(max_length=2000)]
 # System assistants are as old as this process: they are made from its configuration.
 STARTED = dt.datetime.now(dt.UTC)
 SYSTEM_METADATA = {"created_by": "system"}
-
-SortBy = Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"]
-SelectField = Literal[
-    "assistant_id",
-    "graph_id",
-    "name",
-    "description",
-    "config",
-    "context",
-    "created_at",
-    "updated_at",
-    "metadata",
-    "version",
-]
 
 
 class InvalidAssistant(OutlastError):
@@ -162,10 +155,26 @@ async def resolve_assistant(ctx: AppContext, assistant_id: str) -> Assistant:
 
 
 async def find_assistant(ctx: AppContext, assistant_id: str) -> Assistant:
+    """The assistant as ``assistants.read`` lets the caller see it (else 404)."""
     found = await _lookup(ctx, assistant_id)
-    if found is None:
+    if found is None or not await authz.admits(ctx, found, "read"):
         raise AssistantNotFound(f"Assistant '{assistant_id}' not found")
     return found
+
+
+async def _changeable(
+    ctx: AppContext, assistant_id: str, action: str, value: dict[str, Any]
+) -> str:
+    """``_writable``, and the app's handler for ``action`` asked about ``value`` (which
+    it may stamp): an assistant its filter leaves out is not found."""
+    canonical = _writable(ctx, assistant_id)
+    value["assistant_id"] = canonical
+    wanted = await authz.stamped(ctx, action, value)
+    if wanted:
+        current = await ctx.store.get_assistant(canonical, ctx.principal)
+        if current is not None and not authz.kept([current], wanted):
+            raise AssistantNotFound(f"Assistant '{assistant_id}' not found")
+    return canonical
 
 
 def _writable(ctx: AppContext, assistant_id: str) -> str:
@@ -189,63 +198,31 @@ def _check_graph(ctx: AppContext, graph_id: str) -> None:
         )
 
 
-# -- bodies ------------------------------------------------------------------------------
-
-
-class Filters(BaseModel):
-    metadata: dict[str, Any] | None = None
-    graph_id: str | None = None
-    name: str | None = None
-
-    def matches(self, a: Assistant) -> bool:
-        """The store's filter, for the system assistants (exact value per metadata key,
-        case-insensitive name substring)."""
-        return (
-            all(k in a.metadata and a.metadata[k] == v for k, v in (self.metadata or {}).items())
-            and (not self.graph_id or a.graph_id == self.graph_id)
-            and (not self.name or self.name.lower() in a.name.lower())
-        )
-
-
-class SearchBody(Filters):
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: Offset = 0
-    sort_by: SortBy | None = None
-    sort_order: Literal["asc", "desc"] | None = None
-    select: list[SelectField] | None = None
-
-
-class CreateBody(BaseModel):
-    graph_id: str
-    assistant_id: str | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    if_exists: Literal["raise", "do_nothing"] = "raise"
-    name: str | None = None
-    description: str | None = None
-
-
-class PatchBody(BaseModel):
-    graph_id: str | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    name: str | None = None
-    description: str | None = None
-
-
-class VersionsBody(BaseModel):
-    metadata: dict[str, Any] | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: Offset = 0
-
-
-class LatestBody(BaseModel):
-    version: int = Field(ge=1)
-
-
 # -- routes ------------------------------------------------------------------------------
+
+
+async def _matching(
+    ctx: AppContext, q: Filters, asked: dict[str, Any], sort_by: str, desc: bool, enough: int
+) -> tuple[list[Assistant], int]:
+    """The system assistants and enough of the caller's own that match the query and
+    ``assistants.search``'s filter (all of them when there is a filter: it is matched
+    here), unsorted; and how many match in all."""
+    wanted = await authz.search_filter(ctx, asked)
+    system = authz.kept([a for a in system_assistants(ctx) if q.matches(a)], wanted)
+    stored, stored_total = await ctx.store.search_assistants(
+        principal=ctx.principal,
+        metadata=q.metadata,
+        graph_id=q.graph_id,
+        name=q.name,
+        limit=enough if wanted is None else authz.EVERY,
+        offset=0,
+        sort_by=sort_by,
+        sort_order="desc" if desc else "asc",
+    )
+    if wanted is not None:
+        stored = authz.kept(stored, wanted)
+        stored_total = len(stored)
+    return [*system, *stored], len(system) + stored_total
 
 
 @router.post("/assistants/search")
@@ -261,21 +238,12 @@ async def search(
     q = body or SearchBody()
     sort_by = q.sort_by or "created_at"
     desc = (q.sort_order or "desc") == "desc"
-    system = [a for a in system_assistants(ctx) if q.matches(a)]
-    stored, stored_total = await ctx.store.search_assistants(
-        principal=ctx.principal,
-        metadata=q.metadata,
-        graph_id=q.graph_id,
-        name=q.name,
-        limit=q.offset + q.limit,  # enough to place the system ones among them
-        offset=0,
-        sort_by=sort_by,
-        sort_order="desc" if desc else "asc",
-    )
-    merged = sorted([*system, *stored], key=lambda a: a.assistant_id)
+    asked = {"graph_id": q.graph_id, "metadata": q.metadata, "limit": q.limit, "offset": q.offset}
+    # enough stored rows to place the system ones among them
+    merged, total = await _matching(ctx, q, asked, sort_by, desc, q.offset + q.limit)
+    merged.sort(key=lambda a: a.assistant_id)
     merged.sort(key=lambda a: getattr(a, sort_by), reverse=desc)  # stable: ties by id
     page = merged[q.offset : q.offset + q.limit]
-    total = len(system) + stored_total
     response.headers["X-Pagination-Total"] = str(total)
     if q.offset + len(page) < total:
         response.headers["X-Pagination-Next"] = str(q.offset + len(page))
@@ -287,20 +255,19 @@ async def search(
 
 @router.post("/assistants/count")
 async def count(request: Request, body: Annotated[Filters | None, Body()] = None) -> int:
+    """As many as a search finds (``assistants.search`` is asked)."""
     ctx = ctx_of(request)
     q = body or Filters()
-    system = sum(1 for a in system_assistants(ctx) if q.matches(a))
-    stored = await ctx.store.count_assistants(
-        principal=ctx.principal, metadata=q.metadata, graph_id=q.graph_id, name=q.name
-    )
-    return system + stored
+    asked = {"graph_id": q.graph_id, "metadata": q.metadata}
+    return (await _matching(ctx, q, asked, "created_at", True, 1))[1]
 
 
 @router.post("/assistants")
 async def create(request: Request, body: CreateBody) -> dict[str, Any]:
     """A new user assistant (version 1). ``assistant_id`` must be a UUID when given:
     a name would be read as a graph name. A taken id is 409, or with
-    ``if_exists=do_nothing`` the caller's existing assistant, unchanged."""
+    ``if_exists=do_nothing`` the caller's existing assistant, unchanged (409 still when
+    ``assistants.create``'s filter leaves it out)."""
     ctx = ctx_of(request)
     _check_graph(ctx, body.graph_id)
     if body.assistant_id is None:
@@ -310,22 +277,29 @@ async def create(request: Request, body: CreateBody) -> dict[str, Any]:
         if canonical is None:
             raise InvalidAssistant(f"assistant_id must be a UUID, not {body.assistant_id!r}")
         assistant_id = canonical
+    asked = body.model_dump(exclude_none=True)
+    asked.update(assistant_id=assistant_id, metadata=dict(body.metadata or {}))
+    wanted = await authz.stamped(ctx, "create", asked)  # may stamp the metadata
+    taken = AssistantExists(f"Assistant {assistant_id} already exists")
     graph = _system_graph(ctx, assistant_id)
     if graph is not None:
-        if body.if_exists == "do_nothing":
-            return assistant_json(system_assistant(graph, ctx.registry.error_of(graph)))
-        raise AssistantExists(f"Assistant {assistant_id} already exists")
-    created, _ = await ctx.store.create_assistant(
+        system = system_assistant(graph, ctx.registry.error_of(graph))
+        if body.if_exists == "do_nothing" and authz.kept([system], wanted):
+            return assistant_json(system)
+        raise taken
+    created, made = await ctx.store.create_assistant(
         assistant_id=assistant_id,
         graph_id=body.graph_id,
         name=body.name if body.name is not None else "Untitled",
         description=body.description,
         config=body.config or {},
         context=body.context or {},
-        metadata=body.metadata or {},
+        metadata=dict(asked.get("metadata") or {}),
         if_exists=body.if_exists,
         principal=ctx.principal,
     )
+    if not made and not authz.kept([created], wanted):
+        raise taken
     return assistant_json(created)
 
 
@@ -337,15 +311,18 @@ async def get(request: Request, assistant_id: AssistantId) -> dict[str, Any]:
 @router.patch("/assistants/{assistant_id}")
 async def update(request: Request, assistant_id: AssistantId, body: PatchBody) -> dict[str, Any]:
     """A new version, made current: given fields replace theirs, ``metadata`` is merged
-    into the current metadata. ``description: null`` clears it; other nulls are as if
-    the field were absent."""
+    into the current metadata (with what ``assistants.update`` stamped). ``description:
+    null`` clears it; other nulls are as if the field were absent."""
     ctx = ctx_of(request)
-    canonical = _writable(ctx, assistant_id)
     changes = {
         k: getattr(body, k)
         for k in body.model_fields_set
         if getattr(body, k) is not None or k == "description"
     }
+    asked = {**changes, "metadata": dict(changes.get("metadata") or {})}
+    canonical = await _changeable(ctx, assistant_id, "update", asked)
+    if asked["metadata"]:
+        changes["metadata"] = asked["metadata"]
     if "graph_id" in changes:
         _check_graph(ctx, changes["graph_id"])
     updated = await ctx.store.update_assistant(canonical, changes, principal=ctx.principal)
@@ -360,7 +337,8 @@ async def delete(
     ignored: outlast does not delete the threads that ran on the assistant (their runs
     and checkpoints stay, and remain readable through their threads)."""
     ctx = ctx_of(request)
-    await ctx.store.delete_assistant(_writable(ctx, assistant_id), principal=ctx.principal)
+    canonical = await _changeable(ctx, assistant_id, "delete", {})
+    await ctx.store.delete_assistant(canonical, principal=ctx.principal)
     return Response(status_code=204)
 
 
@@ -368,21 +346,30 @@ async def delete(
 async def versions(
     request: Request, assistant_id: AssistantId, body: Annotated[VersionsBody | None, Body()] = None
 ) -> list[dict[str, Any]]:
-    """Newest first. A system assistant has one version, itself."""
+    """Newest first. A system assistant has one version, itself. ``assistants.read``'s
+    filter is matched against each version's metadata, as LangGraph's server does."""
     ctx = ctx_of(request)
     q = body or VersionsBody()
     graph = _system_graph(ctx, assistant_id)
     if graph is not None:
         only = system_assistant(graph, ctx.registry.error_of(graph))
-        if q.offset or not Filters(metadata=q.metadata).matches(only):
+        shown = Filters(metadata=q.metadata).matches(only)
+        if q.offset or not shown or not await authz.admits(ctx, only, "read"):
             return []
         return [assistant_json(only, version=True)]
     canonical = _uuid(assistant_id)
     if canonical is None:
         raise AssistantNotFound(f"Assistant '{assistant_id}' not found")
+    wanted = await ctx.authz.filter("assistants", "read", {"assistant_id": canonical})
     found = await ctx.store.list_assistant_versions(
-        canonical, principal=ctx.principal, metadata=q.metadata, limit=q.limit, offset=q.offset
+        canonical,
+        principal=ctx.principal,
+        metadata=q.metadata,
+        limit=q.limit if wanted is None else authz.EVERY,
+        offset=q.offset if wanted is None else 0,
     )
+    if wanted is not None:
+        found = authz.kept(found, wanted)[q.offset : q.offset + q.limit]
     return [assistant_json(v, version=True) for v in found]
 
 
@@ -392,7 +379,7 @@ async def set_latest(
 ) -> dict[str, Any]:
     """Make an earlier version current again (no new version is written)."""
     ctx = ctx_of(request)
-    canonical = _writable(ctx, assistant_id)
+    canonical = await _changeable(ctx, assistant_id, "update", {"version": body.version})
     latest = await ctx.store.set_latest_assistant_version(
         canonical, body.version, principal=ctx.principal
     )

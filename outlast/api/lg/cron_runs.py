@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from outlast.api.context import AppContext
 from outlast.api.lg.accept import start
 from outlast.api.lg.access import Unprocessable
+from outlast.api.lg.cron_authz import tick_authz
 from outlast.api.lg.schemas import RunCreate
 from outlast.api.run_headers import RunHttp
 from outlast.config import Settings
@@ -67,11 +68,21 @@ def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron
     """How this process's scheduler makes a tick's run (its LangGraph run id). No eager
     start: the run is queued and claimed as any other. langgraph.json's
     ``disable_webhooks`` holds for them too (a tick has no request headers)."""
-    http = RunHttp.of_manifest(Manifest.read(settings.graphs_file))
+    manifest = Manifest.read(settings.graphs_file)
+    http = RunHttp.of_manifest(manifest)
+    app_auth = manifest.auth is not None and bool(manifest.auth.path)
 
     async def fire(tick: Tick) -> str:
         cron = tick.cron
-        ctx = AppContext(store, registry, settings, None, principal=cron.principal, http=http)
+        ctx = AppContext(
+            store,
+            registry,
+            settings,
+            None,
+            principal=cron.principal,
+            http=http,
+            authz=tick_authz(cron, app_auth),  # its creator's user, no handler asked
+        )
         metadata = {**cron.metadata, "cron_id": cron.cron_id}
         body = run_request(cron.assistant_id, cron.payload, metadata, cron.on_run_completed)
         return (await start(ctx, cron.thread_id, body, tick.key)).lg.id

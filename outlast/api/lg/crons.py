@@ -25,12 +25,17 @@ from outlast.api.edge import ctx_of
 from outlast.api.lg.accept import checked
 from outlast.api.lg.access import Unprocessable, thread_or_404
 from outlast.api.lg.assistants import InvalidAssistant, resolve_assistant
+from outlast.api.lg.cron_authz import as_creator, authorized, filtered
 from outlast.api.lg.cron_runs import RUN_FIELDS, run_request
 from outlast.api.lg.schemas import Offset, RunCreate, _Lenient
+from outlast.service.authz import matches
 from outlast.store import schedule
-from outlast.store.crons import Cron, CronNotFound, CronQuery, NewCron
+from outlast.store.crons import Cron, CronQuery, NewCron
 
 router = APIRouter(tags=["langgraph"])
+# A search read whole, to match the app's filter in Python (its operators are not the
+# store's): the principal's crons, as thread searches read the principal's threads.
+EVERY = 1_000_000
 ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 CronId = Annotated[str, Path(max_length=100)]
 Schedule = Annotated[str, Field(min_length=1, max_length=200)]
@@ -170,16 +175,27 @@ async def _made(ctx: AppContext, thread_id: str | None, body: CronCreate) -> dic
     _check_schedule(body.schedule, body.timezone)
     payload = body.model_dump(include=set(RUN_FIELDS), exclude_unset=True)
     assistant = await checked(ctx, run_request(body.assistant_id, payload, {}))
+    cron_id = str(uuid.uuid4())
+    asked: dict[str, Any] = {
+        "payload": payload,
+        "schedule": body.schedule,
+        "cron_id": cron_id,
+        "thread_id": thread_id,
+        "user_id": ctx.principal or None,
+        "end_time": body.end_time,
+        "metadata": dict(body.metadata or {}),
+    }
+    await ctx.authz.check("crons", "create", asked)  # may stamp the metadata
     cron = await ctx.store.create_cron(
         NewCron(
-            cron_id=str(uuid.uuid4()),
+            cron_id=cron_id,
             principal=ctx.principal,
             assistant_id=assistant.assistant_id,
             thread_id=thread_id,
             schedule=body.schedule,
             timezone=body.timezone,
-            payload=payload,
-            metadata=body.metadata or {},
+            payload=as_creator(ctx, payload),
+            metadata=dict(asked.get("metadata") or {}),
             enabled=body.enabled,
             end_time=_aware(body.end_time),
             on_run_completed=None if thread_id else body.on_run_completed or "delete",
@@ -224,10 +240,19 @@ async def search(
     ctx = ctx_of(request)
     q = body or CronSearch()
     where = await _query(ctx, q)
-    found = await ctx.store.search_crons(
-        where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
-    )
-    total = await ctx.store.count_crons(where)
+    asked = {"assistant_id": q.assistant_id, "thread_id": q.thread_id}
+    wanted = await filtered(ctx, {**asked, "limit": q.limit, "offset": q.offset})
+    if wanted is None:
+        found = await ctx.store.search_crons(
+            where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
+        )
+        total = await ctx.store.count_crons(where)
+    else:  # matched here: the store's metadata filter has no operators
+        every = await ctx.store.search_crons(
+            where, limit=EVERY, sort_by=q.sort_by, sort_order=q.sort_order
+        )
+        every = [c for c in every if matches(c.metadata, wanted)]
+        found, total = every[q.offset : q.offset + q.limit], len(every)
     response.headers["X-Pagination-Total"] = str(total)
     if q.offset + len(found) < total:
         response.headers["X-Pagination-Next"] = str(q.offset + len(found))
@@ -241,7 +266,13 @@ async def search(
 @router.post("/runs/crons/count")
 async def count(request: Request, body: Annotated[CronCount | None, Body()] = None) -> int:
     ctx = ctx_of(request)
-    return await ctx.store.count_crons(await _query(ctx, body or CronCount()))
+    q = body or CronCount()
+    where = await _query(ctx, q)
+    wanted = await filtered(ctx, {"assistant_id": q.assistant_id, "thread_id": q.thread_id})
+    if wanted is None:
+        return await ctx.store.count_crons(where)
+    every = await ctx.store.search_crons(where, limit=EVERY)
+    return sum(1 for c in every if matches(c.metadata, wanted))
 
 
 @router.patch("/runs/crons/{cron_id}")
@@ -249,11 +280,12 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
     """Change the given fields; a new schedule, time zone, end time or ``enabled``
     re-plans the next tick from now. The run request, changed, is checked again."""
     ctx = ctx_of(request)
-    current = await ctx.store.get_cron(cron_id, ctx.principal)
-    if current is None:
-        raise CronNotFound(f"Cron {cron_id} not found")
     given = body.model_dump(exclude_unset=True)
+    asked = {**given, "cron_id": cron_id, "metadata": dict(body.metadata or {})}
+    current = await authorized(ctx, cron_id, "update", asked)  # may stamp the metadata
     changes = {k: v for k, v in given.items() if v is not None and k not in RUN_FIELDS}
+    if asked["metadata"]:
+        changes["metadata"] = asked["metadata"]
     if "end_time" in given:  # null clears it
         changes["end_time"] = _aware(body.end_time)
     if current.thread_id is not None:
@@ -266,7 +298,7 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
     if runs:
         payload = {**current.payload, **runs}
         await checked(ctx, run_request(current.assistant_id, payload, {}))
-        changes["payload"] = runs
+        changes["payload"] = as_creator(ctx, runs) if "config" in runs else runs
     updated = await ctx.store.update_cron(current.cron_id, changes, ctx.principal)
     return cron_json(updated)
 
@@ -274,5 +306,6 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
 @router.delete("/runs/crons/{cron_id}", status_code=204)
 async def delete(request: Request, cron_id: CronId) -> Response:
     ctx = ctx_of(request)
+    await authorized(ctx, cron_id, "delete", {"cron_id": cron_id})
     await ctx.store.delete_cron(cron_id, ctx.principal)
     return Response(status_code=204)

@@ -3,10 +3,12 @@
 The SDK's low-level ``Server`` answers the protocol (sessions, SSE, JSON-RPC, error
 codes); its handlers only translate to the run service (``calls.py``, ``tasks.py``),
 as the A2A face does. The endpoint sits behind outlast's authentication like every
-route: the caller's principal is the one the API key gave the request (``caller``, the
-one place it is looked up, so a pluggable ``auth.py`` changes it here), tool calls run
-as it, and the SDK binds each MCP session to it (a session id presented by another
-principal is a session that does not exist).
+route: the caller's principal is the one the API key, or the app's ``auth.py``, gave
+the request (``caller``, the one place it is looked up, with the request's ``Authz``),
+tool calls run as it, and the SDK binds each MCP session to it (a session id presented
+by another principal is a session that does not exist). Under an ``auth.py`` a tool
+call asks ``threads.create_run`` (a refusal is an MCP error) and runs as the user
+(``langgraph_auth_user`` in its config), as a run of the other faces does.
 
 Sessions are kept in the process (the SDK's ``StreamableHTTPSessionManager``, started
 with the app); runs are not: after a restart a client opens a new session and finds
@@ -144,7 +146,7 @@ class Face:
             return
         ctx = caller(mcp)
         try:
-            run = await ctx.runs.get(run_id)
+            run = await ctx.runs.get(run_id, "update")
         except OutlastError:  # another principal's request id on this session: not its run
             return
         await ctx.runs.cancel(run, params.reason or "cancelled by the MCP client")

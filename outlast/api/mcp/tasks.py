@@ -12,6 +12,10 @@ Nothing of a task is kept in the process: its id is the run id, its status the r
 read the run again; ``tasks/result`` waits for it as a blocking call does (progress,
 elicitation for what it asks) and gives the call's result, with the task in its
 ``_meta``. ``tasks/cancel`` cancels the run.
+
+Under an app's ``auth.py`` its ``threads`` handlers decide as on the other faces: a
+task's run on a thread that ``read`` (get, result), ``update`` (cancel) or ``search``
+(list) filters out is a task that does not exist.
 """
 
 from __future__ import annotations
@@ -62,9 +66,11 @@ async def task_call(
     return {"task": task_wire(run, await ctx.runs.open_waits(run))}
 
 
-async def _task_run(ctx: AppContext, task_id: str) -> Run:
+async def _task_run(ctx: AppContext, task_id: str, action: str = "read") -> Run:
+    """The caller's run, if the app's ``threads`` handler for ``action`` admits its
+    thread (``read`` for get and result, ``update`` for cancel): else not found."""
     try:
-        return await ctx.runs.get(task_id)
+        return await ctx.runs.get(task_id, action)
     except OutlastError:
         raise MCPError(types.INVALID_PARAMS, f"Task not found: {task_id}") from None
 
@@ -89,7 +95,7 @@ async def result(
 async def cancel(
     ctx: AppContext, mcp: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
 ) -> dict[str, Any]:
-    run = await _task_run(ctx, params.task_id)
+    run = await _task_run(ctx, params.task_id, "update")
     if run.terminal:
         raise MCPError(
             types.INVALID_PARAMS, f"Cannot cancel task: already {task_of(run, []).status}"
@@ -107,6 +113,10 @@ async def listed(
     runs = await ctx.store.list_runs(
         principal=ctx.principal, thread_id=None, status=None, limit=LISTED, before=None
     )
-    mine = [r for r in runs if calls.MARK in (r.metadata or {})]
+    mine = [
+        r
+        for r in runs
+        if calls.MARK in (r.metadata or {}) and await ctx.runs.admits(r.thread_id, "search", {})
+    ]
     waits = await ctx.store.open_waits([r.id for r in mine]) if mine else {}
     return {"tasks": [task_wire(r, waits.get(r.id, [])) for r in mine]}
