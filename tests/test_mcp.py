@@ -72,6 +72,28 @@ async def test_a_call_is_a_run_and_returns_its_output_once(srv: Server, store: S
     assert run.id == run_id_of(got) and run.status == "completed"
 
 
+async def test_every_assistant_of_the_caller_is_a_tool_with_its_context(srv: Server) -> None:
+    client = srv.sdk()
+    made = [
+        await client.assistants.create("lg_context", context={"user": user}, name=name)
+        for user, name in (("ana", "greeter"), ("bo", "greeter"), ("cy", "lg chat"))
+    ]
+    async with connect(srv.url) as peer:
+        listed = {t.name: t for t in (await peer.session.list_tools()).tools}
+        # a name two assistants want goes to neither: each gets its id's start appended
+        ana, bo = (f"greeter_{a['assistant_id'][:8]}" for a in made[:2])
+        assert {ana, bo} <= set(listed) and "greeter" not in listed
+        # "lg chat" wants "lg_chat", a graph's name: the graph keeps it
+        assert f"lg_chat_{made[2]['assistant_id'][:8]}" in listed
+        assert listed["lg_chat"].description.startswith("Run the graph")
+        assert listed[ana].input_schema == listed["lg_context"].input_schema
+        got = await peer.session.call_tool(ana, {})
+        with pytest.raises(MCPError, match="Unknown tool"):
+            await peer.session.call_tool("greeter", {})
+    # the assistant's context reaches its graph, as a LangGraph run on it would
+    assert got.structured_content == {"greeting": "hello ana"}
+
+
 async def test_bad_input_gets_mcp_errors(srv: Server) -> None:
     async with connect(srv.url) as peer:
         with pytest.raises(MCPError) as unknown:

@@ -32,6 +32,7 @@ from outlast.api.context import AppContext
 from outlast.api.edge import checked_key
 from outlast.api.mcp import asking
 from outlast.api.mcp.results import tool_result
+from outlast.api.mcp.targets import Target, with_assistant
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
 from outlast.errors import OutlastError
@@ -79,23 +80,23 @@ def call_key(mcp: ServerRequestContext[Any, Any]) -> str:
 
 
 async def start(
-    ctx: AppContext, mcp: ServerRequestContext[Any, Any], graph: str, arguments: Any
+    ctx: AppContext, mcp: ServerRequestContext[Any, Any], target: Target, arguments: Any
 ) -> tuple[Run, str]:
     """The call's run (a new one, or the one its key started before) and its key."""
     key = call_key(mcp)
     try:  # checked as /v1 checks a run (sizes, ids, config), with the same words
         body = RunCreate(
-            graph=graph,
+            graph=target.graph,
             input=arguments,
             thread_id=_meta_value(mcp, THREAD_META),
             config=_meta_value(mcp, CONFIG_META, dict),
-            metadata={MARK: {"tool": graph}},
+            metadata={MARK: {"tool": target.name}},
         )
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the call"
         raise MCPError(types.INVALID_PARAMS, f"{where}: {first['msg']}") from None
-    request = run_request(body, graph, body.thread_id)
+    request = with_assistant(run_request(body, target.graph, body.thread_id), target.assistant)
     try:
         made = await ctx.runs.accept(request, key=key)
     except OutlastError as exc:

@@ -38,7 +38,8 @@ from outlast import __version__
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.api.mcp import calls, tasks
-from outlast.api.mcp.tools import ANSWER, RESULT, Catalog, graph_of, run_id_argument
+from outlast.api.mcp.targets import target_of
+from outlast.api.mcp.tools import ANSWER, RESULT, Catalog, run_id_argument
 from outlast.errors import OutlastError
 
 PATH = "/mcp"
@@ -125,7 +126,8 @@ class Face:
             if params.name == ANSWER:
                 run = await calls.answer(ctx, run, arguments, key)
         else:
-            run, key = await calls.start(ctx, mcp, graph_of(ctx, params.name), arguments)
+            target = await target_of(ctx, params.name)
+            run, key = await calls.start(ctx, mcp, target, arguments)
         session = calls.session_of(mcp)
         self.inflight.add(session, mcp.request_id, run.id)
         try:

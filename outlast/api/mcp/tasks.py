@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from outlast.api.context import AppContext
 from outlast.api.mcp import calls
 from outlast.api.mcp.results import related, task_of
-from outlast.api.mcp.tools import graph_of
+from outlast.api.mcp.targets import target_of
 from outlast.errors import OutlastError
 from outlast.store import Run
 
@@ -61,8 +61,8 @@ async def task_call(
 ) -> HandlerResult:
     """A task-augmented ``tools/call``: the run accepted, its task returned at once."""
     params = types.CallToolRequestParams.model_validate(mcp.params, by_name=False)
-    graph = graph_of(ctx, params.name)
-    run, _ = await calls.start(ctx, mcp, graph, params.arguments or {})
+    target = await target_of(ctx, params.name)
+    run, _ = await calls.start(ctx, mcp, target, params.arguments or {})
     return {"task": task_wire(run, await ctx.runs.open_waits(run))}
 
 

@@ -1,4 +1,5 @@
-"""What ``tools/list`` shows: every graph a tool, and the two tools of outlast's own.
+"""What ``tools/list`` shows: every graph and every assistant of the caller a tool
+(``targets.py``), and the two tools of outlast's own.
 
 A graph's tool takes the graph's input as its arguments: its input schema is the graph's
 input JSON schema, computed as the LangGraph face computes it for ``/assistants/{id}/
@@ -22,12 +23,11 @@ from mcp.shared.exceptions import MCPError
 
 from outlast.api.context import AppContext
 from outlast.api.lg.assistant_graphs import schemas
+from outlast.api.mcp.targets import OWN, targets
 from outlast.graph.factories import Access
 from outlast.store.items import for_principal
 
-ANSWER = "outlast_answer"
-RESULT = "outlast_result"
-OWN = (ANSWER, RESULT)
+ANSWER, RESULT = OWN
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}
 _RUN_ID = {"type": "string", "format": "uuid", "description": "the run's id (a result's run_id)"}
 
@@ -72,19 +72,15 @@ class Catalog:
         self._lock = asyncio.Lock()
 
     async def tools(self, ctx: AppContext) -> list[types.Tool]:
-        listed = []
-        for name in ctx.registry.names:
-            if name in OWN:  # a graph cannot hide outlast's own tools
-                continue
-            listed.append(
-                types.Tool(
-                    name=name,
-                    description=f"Run the graph {name!r} as a durable run: its arguments are "
-                    "the graph's input, its result the run's output.",
-                    input_schema=await self.input_schema(ctx, name),
-                    execution=types.ToolExecution(task_support="optional"),
-                )
+        listed = [
+            types.Tool(
+                name=target.name,
+                description=target.description,
+                input_schema=await self.input_schema(ctx, target.graph),
+                execution=types.ToolExecution(task_support="optional"),
             )
+            for target in await targets(ctx)
+        ]
         return listed + _own_tools()
 
     async def input_schema(self, ctx: AppContext, name: str) -> dict[str, Any]:
@@ -110,13 +106,6 @@ async def _input_schema(ctx: AppContext, name: str) -> dict[str, Any]:
     if isinstance(found, dict) and found.get("type") == "object":
         return found
     return dict(_ANY_OBJECT)
-
-
-def graph_of(ctx: AppContext, name: str) -> str:
-    """The graph a tool name calls, or the MCP error for an unknown tool."""
-    if name in OWN or name not in ctx.registry.names:
-        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name!r}")
-    return name
 
 
 def run_id_argument(arguments: dict[str, Any] | None) -> str:
