@@ -137,6 +137,11 @@ async def test_a_contains_filter_hides_a_thread_within_one_identity(
         ).status_code == 200
 
 
+async def _waiting(c: httpx.AsyncClient, run_id: str) -> bool:
+    got = await c.get(f"/v1/runs/{run_id}", headers=CAROL_P1)
+    return bool(got.json()["status"] == "waiting")
+
+
 async def test_v1_and_a2a_stamp_and_filter_too(store: Store, tmp_path: Path) -> None:
     async with serve(store, settings(tmp_path)) as srv:
         c = srv.client
@@ -146,6 +151,16 @@ async def test_v1_and_a2a_stamp_and_filter_too(store: Store, tmp_path: Path) -> 
         thread = (await c.get(f"/threads/{made.json()['thread_id']}", headers=CAROL_P1)).json()
         assert matches(thread["metadata"], {"owner": "carol", "projects": {"$contains": "p1"}})
         is_problem(await c.get(f"/v1/runs/{made.json()['id']}", headers=BOB), 404)
+        # an answer resumes the run: create_run's handler sees it, and may veto it
+        run_id = made.json()["id"]
+        await eventually(lambda: _waiting(c, run_id), what="the v1 run waiting for its answer")
+        snapshot = (await c.get(f"/v1/runs/{run_id}", headers=CAROL_P1)).json()
+        answer = {"wait_id": snapshot["waits"][0]["id"], "value": "vetoed"}
+        vetoed = await c.post(f"/v1/runs/{run_id}/input", json=answer, headers=CAROL_P1)
+        is_problem(vetoed, 403)
+        assert "vetoed" in vetoed.json()["detail"]
+        taken = {**answer, "value": "fine"}
+        assert (await c.post(f"/v1/runs/{run_id}/input", json=taken, headers=CAROL_P1)).is_success
         # A2A through the a2a-sdk client, with carol's tokens: a task p2 cannot get or cancel
         async with (
             httpx.AsyncClient(timeout=60, headers=CAROL_P1) as h1,

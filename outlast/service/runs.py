@@ -194,7 +194,13 @@ class RunService:
     ) -> tuple[Run, bool]:
         """Answer one wait of ``run``: ``(run as it is now, fresh)``; ``fresh`` is False
         for a retry of an answer already taken under the same ``key``. A second answer
-        is refused (``WaitNotOpen``): exactly one of N concurrent answers resumes."""
+        is refused (``WaitNotOpen``): exactly one of N concurrent answers resumes. An
+        answer resumes the run, so the app's ``threads.create_run`` handler is asked, as
+        LangGraph's server asks it of a resume (the LangGraph face's resumes ask it in
+        ``accept.start``)."""
+        if self.authz.active:
+            resume = {"command": {"resume": {wait_id: value}}, "config": run.config}
+            await self.authorize_run(run.thread_id, {"run_id": run.id, "kwargs": resume})
         wait = await self.store.get_wait(run.id, wait_id)
         value = prepared(self.settings, wait, value)
         _, fresh = await self.store.answer(run.id, wait.id, value, source, key)
