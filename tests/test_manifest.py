@@ -37,7 +37,7 @@ def _write(tmp_path: Path, data: object) -> Path:
         ({"graphs": {"a": GRAPH}, "store": {"index": {"embed": "x"}}}, "store.index.dims"),
         ({"graphs": {"a": GRAPH}, "store": {"ttl": {"default_ttl": -1}}}, "store.ttl.default_ttl"),
         (
-            {"graphs": {"a": GRAPH}, "checkpointer": {"ttl": {"strategy": "keep_latest"}}},
+            {"graphs": {"a": GRAPH}, "checkpointer": {"ttl": {"strategy": "archive"}}},
             "checkpointer.ttl.strategy",
         ),
         ({"graphs": {"a": GRAPH}, "http": {"middleware_order": "last"}}, "http.middleware_order"),
@@ -127,7 +127,7 @@ def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Pat
             "ttl": {"default_ttl": 1.5, "refresh_on_read": False, "sweep_interval_minutes": 2},
             "index": {"dims": 2, "embed": "./embed.py:embed", "fields": ["text"]},
         },
-        "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 60}},
+        "checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 60}},
     }
     try:
         options = store_options(Manifest.read(_write(tmp_path, data)))
@@ -140,6 +140,7 @@ def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Pat
     assert options.index.fields == ("text",)
     assert options.index.embed(["x"]) == [[1.0, 1.0]]
     assert options.thread_ttl.default_minutes == 60
+    assert options.thread_ttl.strategy == "keep_latest"
     assert options.thread_ttl.sweep_minutes == 5  # LangGraph's default interval
     assert store_options(Manifest.read(None)).index is None
     bad = {**data, "store": {"index": {"dims": 2, "embed": "./nowhere.py:embed"}}}

@@ -112,22 +112,40 @@ async def vectors(store: Store) -> int:
     return int((await _sqlite(store.checkpoint_path, sql))[0][0])
 
 
+THREAD_TIMES = (
+    ("outlast_threads", "updated_at"),
+    ("outlast_threads", "pruned_at"),
+    ("outlast_runs", "updated_at"),
+)
+
+
 async def age_threads(store: Store, seconds: float) -> None:
-    """As if ``seconds`` had passed since every thread and run was last updated."""
+    """As if ``seconds`` had passed since every thread and run was last updated (and
+    since keep_latest last pruned a thread)."""
     if isinstance(store, PostgresStore):
-        for table in ("outlast_threads", "outlast_runs"):
+        for table, column in THREAD_TIMES:
             await _pg(
                 store,
-                f"UPDATE {table} SET updated_at = updated_at - make_interval(secs => %s)",
+                f"UPDATE {table} SET {column} = {column} - make_interval(secs => %s)",
                 seconds,
             )
     else:
         assert isinstance(store, SqliteStore)
-        for table in ("outlast_threads", "outlast_runs"):
-            await _sqlite(store.path, f"UPDATE {table} SET updated_at = updated_at - ?", seconds)
+        for table, column in THREAD_TIMES:
+            await _sqlite(store.path, f"UPDATE {table} SET {column} = {column} - ?", seconds)
 
 
 async def thread_ttl(store: Store, thread_id: str) -> float | None:
     threads = await store.lg_threads(thread_id=thread_id)
     assert threads, thread_id
     return threads[0].ttl_minutes
+
+
+async def checkpoints(store: Store, thread_id: str) -> dict[str, int]:
+    """How many checkpoints the thread has, by namespace (LangGraph's savers' tables)."""
+    sql = "SELECT checkpoint_ns, count(*) AS n FROM checkpoints WHERE thread_id = {} GROUP BY 1"
+    if isinstance(store, PostgresStore):
+        return {r["checkpoint_ns"]: r["n"] for r in await _pg(store, sql.format("%s"), thread_id)}
+    assert isinstance(store, SqliteStore)
+    rows = await _sqlite(store.checkpoint_path, sql.format("?"), thread_id)
+    return {r[0]: r[1] for r in rows}

@@ -110,7 +110,7 @@ class StoreSection(_Section):
 
 
 class CheckpointerTTL(_Section):
-    strategy: Literal["delete"] = "delete"
+    strategy: Literal["delete", "keep_latest"] = "delete"
     sweep_interval_minutes: float | None = Field(default=None, gt=0)
     default_ttl: float | None = Field(default=None, gt=0)  # minutes
 

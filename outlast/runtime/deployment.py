@@ -54,6 +54,7 @@ def store_options(manifest: Manifest) -> StoreOptions:
         index=index,
         thread_ttl=ThreadTTL(
             default_minutes=threads.default_ttl,
+            strategy=threads.strategy,
             sweep_minutes=threads.sweep_interval_minutes or DEFAULT_SWEEP_MINUTES,
         ),
     )

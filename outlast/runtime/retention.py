@@ -1,6 +1,7 @@
 """One retention pass, what every worker's retention loop runs each
 ``retention_interval``: event logs pruned, temporary threads (stateless runs) and threads
-past their TTL deleted with their checkpoints, expired items swept. The TTL sweeps run
+past their TTL deleted with their checkpoints (or, under ``keep_latest``, kept with their
+latest checkpoints only: the store prunes those itself), expired items swept. The TTL sweeps run
 only when due (their lease rows: one sweep per interval across every process).
 """
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,11 +26,12 @@ from outlast.store.base import (
     NewRun,
     Run,
     Thread,
+    ThreadExpiry,
     same_request,
     system_assistant_id,
 )
 from outlast.store.hub import CONTROL
-from outlast.store.options import StoreOptions
+from outlast.store.options import StoreOptions, TTLStrategy
 from outlast.store.transition_ops import cancel_in
 from outlast.store.transitions import Ask
 from outlast.store.tx import Tx, TxProvider, append_events, stored_time
@@ -56,6 +58,7 @@ def _thread(tx: Tx, row: Mapping[str, Any]) -> Thread:
         run_error=tx.decode_json(row["run_error"]) if status else None,
         asking=bool(row["asking"]) if status else False,
         ttl_minutes=row["ttl_minutes"],
+        ttl_strategy=row["ttl_strategy"],
     )
 
 
@@ -107,9 +110,11 @@ class LangGraphOps(TxProvider):
         principal: str,
         metadata: dict[str, Any],
         ttl_minutes: float | None = None,
+        ttl_strategy: TTLStrategy = "delete",
     ) -> tuple[Thread, bool]:
-        if ttl_minutes is None:
+        if ttl_minutes is None:  # the deployment's default, strategy and all
             ttl_minutes = self.options.thread_ttl.default_minutes
+            ttl_strategy = self.options.thread_ttl.strategy
         async with self._writing() as tx:
             rows = await tx.rows(
                 "lg_thread_insert",
@@ -117,6 +122,7 @@ class LangGraphOps(TxProvider):
                 principal=principal,
                 metadata=tx.encode_json(metadata),
                 ttl=ttl_minutes,
+                strategy=ttl_strategy,
             )
             if rows:
                 return _thread(tx, rows[0]), True
@@ -146,10 +152,27 @@ class LangGraphOps(TxProvider):
         async with self._writing() as tx:
             return await _merge_metadata(tx, thread_id, patch)
 
-    async def lg_set_thread_ttl(self, thread_id: str, ttl_minutes: float | None) -> Thread | None:
+    async def lg_set_thread_ttl(
+        self, thread_id: str, ttl_minutes: float | None, strategy: TTLStrategy = "delete"
+    ) -> Thread | None:
         async with self._writing() as tx:
-            rows = await tx.rows("lg_thread_set_ttl", thread_id=thread_id, ttl=ttl_minutes)
+            rows = await tx.rows(
+                "lg_thread_set_ttl", thread_id=thread_id, ttl=ttl_minutes, strategy=strategy
+            )
             return _thread(tx, rows[0]) if rows else None
+
+    async def lg_thread_expiry(self, thread_id: str) -> ThreadExpiry | None:
+        async with self._reading() as tx:
+            rows = await tx.rows("lg_thread_last_update", thread_id=thread_id)
+        if not rows or rows[0]["ttl_minutes"] is None:
+            return None
+        minutes = float(rows[0]["ttl_minutes"])
+        last = stored_time(rows[0]["last_update"])
+        return ThreadExpiry(
+            strategy=rows[0]["ttl_strategy"],
+            ttl_minutes=minutes,
+            expires_at=last + dt.timedelta(minutes=minutes),
+        )
 
     async def lg_delete_thread(self, thread_id: str) -> bool:
         async with self._writing() as tx:

@@ -8,7 +8,11 @@ All durations are in minutes, as LangGraph's keys are; fractions are allowed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+# What a thread's TTL does when it passes (LangGraph's `checkpointer.ttl.strategy`):
+# delete the thread, or keep it with only its latest checkpoint per namespace.
+TTLStrategy = Literal["delete", "keep_latest"]
 
 # LangGraph's server sweeps every 5 minutes when a section names no interval.
 DEFAULT_SWEEP_MINUTES = 5.0
@@ -39,9 +43,11 @@ class ItemIndex:
 @dataclass(frozen=True, slots=True)
 class ThreadTTL:
     """``checkpointer.ttl``: a thread created without a ``ttl`` of its own gets
-    ``default_minutes``; expired threads are swept every ``sweep_minutes``."""
+    ``default_minutes`` and ``strategy``; expired threads are swept every
+    ``sweep_minutes``."""
 
     default_minutes: float | None = None
+    strategy: TTLStrategy = "delete"
     sweep_minutes: float = DEFAULT_SWEEP_MINUTES
 
 

@@ -215,6 +215,7 @@ class PostgresStore(
             "thread_metadata": dumps(new.thread_metadata),
             "quiet": new.claim_for is not None,
             "thread_ttl": self.options.thread_ttl.default_minutes,
+            "thread_ttl_strategy": self.options.thread_ttl.strategy,
             "event": dumps(
                 {"status": RunStatus.QUEUED, "graph": new.graph, "thread_id": new.thread_id}
             ),

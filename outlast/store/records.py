@@ -321,6 +321,17 @@ class Thread:
     run_error: dict[str, Any] | None = None
     asking: bool = False
     ttl_minutes: float | None = None  # from its last update; None: it never expires
+    ttl_strategy: str = "delete"  # what its TTL does: delete it, or keep_latest
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadExpiry:
+    """A thread's TTL as LangGraph's server shows it (``include=ttl``): what it does, its
+    minutes, and when it passes (its last update, or a run's, plus its minutes)."""
+
+    strategy: str
+    ttl_minutes: float
+    expires_at: dt.datetime
 
 
 @dataclass(frozen=True, slots=True)

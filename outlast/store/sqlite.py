@@ -197,6 +197,7 @@ class SqliteStore(
                 principal=new.principal,
                 metadata=dumps(new.thread_metadata),
                 thread_ttl=self.options.thread_ttl.default_minutes,
+                thread_ttl_strategy=self.options.thread_ttl.strategy,
             )
             if new.thread_id is not None:
                 await tx.notify(THREADS, new.thread_id)

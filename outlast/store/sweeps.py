@@ -1,21 +1,33 @@
 """The TTL sweeps (``langgraph.json``'s ``store.ttl`` and ``checkpointer.ttl``), written
-once for both backends: expired items, and threads past their TTL.
+once for both backends: expired items, and threads past their TTL (deleted, or pruned to
+their latest checkpoints under ``keep_latest``); and ``POST /threads/prune``, which does
+to the threads it names now what their TTL would.
 
 A sweep runs when its lease row in ``outlast_sweeps`` says it is due: the process that
 moves ``next_at`` forward (one conditional upsert) sweeps, and every other process that
 asks within the interval is told no. So with N processes there is one sweep per interval,
 not N, whatever their retention loops' timing.
+
+A thread is pruned (``keep_latest``) inside the transaction that holds it (its row
+locked on Postgres, the write lock on SQLite): no run is accepted on it meanwhile, so
+no run writes checkpoints while its history is cut.
 """
 
 from __future__ import annotations
 
+import abc
 import logging
+from collections.abc import Sequence
+from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
+from outlast.errors import ThreadBusy
 from outlast.store import item_backends
-from outlast.store.options import ITEMS_SWEEP, THREADS_SWEEP, StoreOptions
-from outlast.store.tx import TxProvider
+from outlast.store.checkpoint_prune import keep_latest
+from outlast.store.options import ITEMS_SWEEP, THREADS_SWEEP, StoreOptions, TTLStrategy
+from outlast.store.tx import Tx, TxProvider
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +35,9 @@ log = logging.getLogger(__name__)
 class SweepOps(TxProvider):
     options: StoreOptions
     _items: BaseStore | None  # the item store (Store.items), opened by the backend
+
+    @abc.abstractmethod
+    def checkpointer(self) -> BaseCheckpointSaver[Any]: ...
 
     async def _sweep_due(self, name: str, minutes: float) -> bool:
         async with self._writing() as tx:
@@ -44,10 +59,53 @@ class SweepOps(TxProvider):
         if not force and not await self._sweep_due(THREADS_SWEEP, minutes):
             return None
         async with self._writing() as tx:
-            ids = [r["thread_id"] for r in await tx.rows("lg_threads_expired")]
+            rows = await tx.rows("lg_threads_expired")
+            deleted = [r["thread_id"] for r in rows if r["ttl_strategy"] != "keep_latest"]
+            pruned = [r["thread_id"] for r in rows if r["ttl_strategy"] == "keep_latest"]
+            for thread_id in deleted:
+                await _delete_rows(tx, thread_id)
+            for thread_id in pruned:
+                try:
+                    await self._keep_latest_in(tx, thread_id)
+                except NotImplementedError as exc:
+                    # marked pruned all the same: tried again only after its next update
+                    log.warning("store: thread %s not pruned: %s", thread_id, exc)
+                    await tx.rows("lg_thread_mark_pruned", thread_id=thread_id)
+        if deleted or pruned:
+            log.info(
+                "store: %d threads past their TTL deleted, %d pruned to their latest",
+                len(deleted),
+                len(pruned),
+            )
+        return deleted
+
+    async def lg_prune_threads(self, thread_ids: Sequence[str], strategy: TTLStrategy) -> list[str]:
+        ids = sorted(set(thread_ids))  # one lock order for every prune
+        async with self._writing() as tx:
+            found = []
             for thread_id in ids:
-                await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
-                await tx.rows("lg_thread_delete", thread_id=thread_id)
-        if ids:
-            log.info("store: deleted %d threads past their TTL", len(ids))
-        return ids
+                if not await tx.rows("lg_thread_lock_row", thread_id=thread_id):
+                    continue
+                if await tx.rows("lg_thread_runs_active", thread_id=thread_id):
+                    raise ThreadBusy(
+                        f"Thread {thread_id} has an active run; wait for it or cancel it"
+                    )
+                found.append(thread_id)
+            for thread_id in found:
+                if strategy == "delete":
+                    await _delete_rows(tx, thread_id)
+                else:
+                    await self._keep_latest_in(tx, thread_id)
+        if strategy == "delete":  # the rows first; see runtime/retention.py
+            for thread_id in found:
+                await self.checkpointer().adelete_thread(thread_id)
+        return found
+
+    async def _keep_latest_in(self, tx: Tx, thread_id: str) -> None:
+        await keep_latest(self.checkpointer(), thread_id)
+        await tx.rows("lg_thread_mark_pruned", thread_id=thread_id)
+
+
+async def _delete_rows(tx: Tx, thread_id: str) -> None:
+    await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
+    await tx.rows("lg_thread_delete", thread_id=thread_id)

@@ -7,18 +7,26 @@ items ranked by cosine similarity of a deterministic embedding."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
+import operator
 from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
 
+from outlast.errors import ThreadBusy
+from outlast.store import Store
 from outlast.store.items import for_principal
-from outlast.store.options import ItemTTL
+from outlast.store.options import ItemTTL, ThreadTTL
 from outlast.vocabulary import RunStatus
 from tests.ttl_support import (
     OPTIONS,
     age_items,
     age_threads,
+    checkpoints,
     expiry,
     opened,
     thread_ttl,
@@ -168,3 +176,105 @@ async def test_semantic_search_ranks_by_cosine_similarity(
         assert await vectors(store) == 3  # bbb, aab and bob's
         # without a query, LangGraph's order (newest first), no score
         assert all(i.score is None for i in await items.asearch(("docs",)))
+
+
+class Count(TypedDict):
+    n: Annotated[int, operator.add]
+
+
+def _asking(state: Count) -> Count:
+    return {"n": interrupt("how many?")}
+
+
+def _graph(store: Store) -> Any:
+    """``inc`` then ``sub``, a subgraph (its calls: namespaces ``sub:<task>``) whose
+    ``ask`` waits for a number."""
+    sub = StateGraph(Count)
+    sub.add_node("one", lambda s: {"n": 1})
+    sub.add_node("ask", _asking)
+    sub.add_edge(START, "one")
+    sub.add_edge("one", "ask")
+    root = StateGraph(Count)
+    root.add_node("inc", lambda s: {"n": 1})
+    root.add_node("sub", sub.compile())
+    root.add_edge(START, "inc")
+    root.add_edge("inc", "sub")
+    return root.compile(checkpointer=store.checkpointer())
+
+
+async def _turns(graph: Any, thread_id: str, answers: list[int]) -> None:
+    """One invocation per answer, each answered; then one left waiting in the subgraph."""
+    config = {"configurable": {"thread_id": thread_id}}
+    for answer in answers:
+        await graph.ainvoke({"n": 0}, config)
+        await graph.ainvoke(Command(resume=answer), config)
+    await graph.ainvoke({"n": 0}, config)
+
+
+async def test_keep_latest_keeps_the_thread_and_its_latest_state(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    keep = dataclasses.replace(
+        OPTIONS, thread_ttl=ThreadTTL(default_minutes=5, strategy="keep_latest")
+    )
+    async with opened(backend, request, tmp_path, keep) as store:
+        graph = _graph(store)
+        config: Any = {"configurable": {"thread_id": "kept"}}
+        await store.lg_create_thread("kept", "alice", {})  # the default: keep_latest
+        await store.lg_create_thread("gone", "alice", {}, ttl_minutes=5)  # its own: delete
+        await _turns(graph, "kept", [10, 20])
+        before = await checkpoints(store, "kept")
+        assert before[""] > 5 and len(before) == 4  # the root and three subgraph calls
+        state = await graph.aget_state(config)
+        await age_threads(store, 10 * MINUTE)
+        assert await store.lg_expire_threads(force=True) == ["gone"]
+        assert [t.thread_id for t in await store.lg_threads()] == ["kept"]
+        # the latest root checkpoint, and the call waiting in the subgraph, whole
+        after = await checkpoints(store, "kept")
+        assert after[""] == 1 and len(after) == 2 and set(after.values()) == {1}
+        assert set(after) < set(before)
+        assert (await graph.aget_state(config)).values == state.values
+        assert len([s async for s in graph.aget_state_history(config)]) == 1
+        # the wait goes on where it was: one more, and the answer, reach the root
+        resumed = await graph.ainvoke(Command(resume=1000), config)
+        assert resumed["n"] > 1000 + state.values["n"]
+        # pruned once per update: checkpoints written since are kept until it is updated
+        await age_threads(store, 10 * MINUTE)
+        assert await store.lg_expire_threads(force=True) == []
+        assert (await checkpoints(store, "kept"))[""] > 1
+        await store.lg_set_thread_metadata("kept", {"seen": True})
+        await age_threads(store, 10 * MINUTE)
+        assert await store.lg_expire_threads(force=True) == []
+        assert await checkpoints(store, "kept") == {"": 1}  # the call is over: it went
+
+
+async def test_keep_latest_waits_for_an_active_run_and_prune_refuses_one(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with opened(backend, request, tmp_path) as store:
+        graph = _graph(store)
+        busy, _ = await store.create_run(new_run(thread_id="busy"))  # stays queued
+        await store.lg_set_thread_ttl("busy", 5, "keep_latest")
+        await store.lg_create_thread("idle", "alice", {}, 5, "keep_latest")
+        await store.lg_create_thread("other", "alice", {})
+        for thread_id in ("busy", "idle", "other"):
+            await _turns(graph, thread_id, [1])
+        expiry = await store.lg_thread_expiry("idle")
+        assert expiry is not None and expiry.strategy == "keep_latest"
+        assert expiry.ttl_minutes == 5 and expiry.expires_at > dt.datetime.now(dt.UTC)
+        await store.lg_set_thread_ttl("other", None)
+        assert await store.lg_thread_expiry("other") is None
+        await age_threads(store, 10 * MINUTE)
+        assert await store.lg_expire_threads(force=True) == []
+        assert (await checkpoints(store, "busy"))[""] > 1  # its run is queued: left alone
+        assert (await checkpoints(store, "idle"))[""] == 1
+        with pytest.raises(ThreadBusy):
+            await store.lg_prune_threads(["other", "busy"], "keep_latest")
+        assert (await checkpoints(store, "other"))[""] > 1  # all or nothing
+        pruned = await store.lg_prune_threads(["other", "nowhere"], "keep_latest")
+        assert pruned == ["other"] and len(await checkpoints(store, "other")) == 2
+        assert await store.lg_prune_threads(["other"], "delete") == ["other"]
+        assert await checkpoints(store, "other") == {}
+        assert {t.thread_id for t in await store.lg_threads()} == {"busy", "idle"}
+        run = await store.get_run(busy.id)
+        assert run is not None and run.status == RunStatus.QUEUED

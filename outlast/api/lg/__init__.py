@@ -51,6 +51,7 @@ def install(app: FastAPI) -> None:
         store_items,
         system,
         thread_stream,
+        thread_ttl,
         threads,
     )
     from outlast.api.protocol import socket, stream
@@ -60,6 +61,7 @@ def install(app: FastAPI) -> None:
         store_items,
         assistants,
         assistant_graphs,
+        thread_ttl,  # before threads: /threads/prune is no thread id
         threads,
         thread_stream,
         runs,

@@ -59,14 +59,27 @@ Minutes = Annotated[float, Field(ge=1 / 60, le=100 * 365 * 24 * 60)]
 
 class ThreadTTL(_Lenient):
     """``client.threads.create(ttl=…)``: the SDK sends ``{"ttl": minutes, "strategy":
-    "delete"}`` (a bare number becomes that); ``keep_latest`` is not supported."""
+    "delete"}`` (a bare number becomes that); ``keep_latest`` keeps the thread and
+    prunes its history to its latest state."""
 
     ttl: Minutes
-    strategy: Literal["delete"] = "delete"
+    strategy: Literal["delete", "keep_latest"] = "delete"
 
 
 def ttl_minutes(ttl: ThreadTTL | float | None) -> float | None:
     return ttl.ttl if isinstance(ttl, ThreadTTL) else ttl
+
+
+def ttl_strategy(ttl: ThreadTTL | float | None) -> Literal["delete", "keep_latest"]:
+    return ttl.strategy if isinstance(ttl, ThreadTTL) else "delete"
+
+
+class ThreadPrune(_Lenient):
+    """``client.threads.prune(thread_ids, strategy=…)``; the SDK leaves ``strategy`` out
+    for ``delete``."""
+
+    thread_ids: list[Annotated[str, Field(pattern=_THREAD_ID)]] = Field(max_length=1000)
+    strategy: Literal["delete", "keep_latest"] = "delete"
 
 
 class ThreadCreate(_Lenient):

@@ -37,10 +37,12 @@ from outlast.api.lg.schemas import (
     ThreadPatch,
     ThreadSearch,
     ttl_minutes,
+    ttl_strategy,
 )
 from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
+from outlast.api.lg.thread_ttl import ttl_json
 from outlast.api.lg.views import state_json, thread_json
 from outlast.api.schemas import NO_NUL
 from outlast.errors import GraphLoadError
@@ -80,7 +82,7 @@ async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()])
     wanted = await ctx.authz.check("threads", "create", asked)  # may stamp the metadata
     metadata = dict(asked.get("metadata") or {})
     thread, created = await ctx.store.lg_create_thread(
-        thread_id, ctx.principal, metadata, ttl_minutes(body.ttl)
+        thread_id, ctx.principal, metadata, ttl_minutes(body.ttl), ttl_strategy(body.ttl)
     )
     if not created:
         theirs = thread.principal != ctx.principal or not matches(thread.metadata, wanted)
@@ -108,9 +110,17 @@ async def _apply_supersteps(ctx: AppContext, thread: Thread, supersteps: list[Su
 
 
 @router.get("/threads/{thread_id}")
-async def get_thread(request: Request, thread_id: ThreadId) -> Any:
+async def get_thread(
+    request: Request,
+    thread_id: ThreadId,
+    include: Annotated[str | None, Query(max_length=200)] = None,
+) -> Any:
+    """``include=ttl`` (comma-separated, as the SDK sends it) adds the thread's ``ttl``."""
     ctx = ctx_of(request)
-    return await view(ctx, await thread_or_404(ctx, thread_id))
+    body = await view(ctx, await thread_or_404(ctx, thread_id))
+    if "ttl" in (include or "").split(","):
+        body["ttl"] = await ttl_json(ctx, thread_id)
+    return body
 
 
 @router.post("/threads/search")
@@ -193,7 +203,7 @@ async def patch_thread(
     if thread is None:
         thread = await thread_or_404(ctx, thread_id)
     if body.ttl is not None:  # a new TTL, counted from now
-        await ctx.store.lg_set_thread_ttl(thread_id, ttl_minutes(body.ttl))
+        await ctx.store.lg_set_thread_ttl(thread_id, ttl_minutes(body.ttl), ttl_strategy(body.ttl))
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await view(ctx, await thread_or_404(ctx, thread_id))

@@ -4,10 +4,12 @@ one outlast run (written once for both backends in ``store/lgthreads.py``)."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from outlast.store.hub import Notifying
-from outlast.store.records import LgRun, NewRun, Run, Thread
+from outlast.store.options import TTLStrategy
+from outlast.store.records import LgRun, NewRun, Run, Thread, ThreadExpiry
 
 
 class LangGraphStore(Notifying, Protocol):
@@ -20,25 +22,43 @@ class LangGraphStore(Notifying, Protocol):
         principal: str,
         metadata: dict[str, Any],
         ttl_minutes: float | None = None,
+        ttl_strategy: TTLStrategy = "delete",
     ) -> tuple[Thread, bool]:
         """``(thread, True)``, or the existing thread and ``False`` (whoever owns it: the
-        API checks the owner). A new thread's TTL is ``ttl_minutes``, else the
-        deployment's default (``options.thread_ttl``); an existing one's is unchanged.
-        No event, no notification."""
+        API checks the owner). A new thread's TTL is ``ttl_minutes`` with
+        ``ttl_strategy``, else the deployment's default and strategy
+        (``options.thread_ttl``); an existing one's is unchanged. No event, no
+        notification."""
 
     @abc.abstractmethod
-    async def lg_set_thread_ttl(self, thread_id: str, ttl_minutes: float | None) -> Thread | None:
-        """The thread's own TTL (None: it never expires), counted from now; None if
-        unknown."""
+    async def lg_set_thread_ttl(
+        self, thread_id: str, ttl_minutes: float | None, strategy: TTLStrategy = "delete"
+    ) -> Thread | None:
+        """The thread's own TTL (None: it never expires) and strategy, counted from now;
+        None if unknown."""
+
+    @abc.abstractmethod
+    async def lg_thread_expiry(self, thread_id: str) -> ThreadExpiry | None:
+        """The thread's TTL and when it passes (from its last update, or a run's); None
+        if it has none (or is unknown)."""
 
     @abc.abstractmethod
     async def lg_expire_threads(self, *, force: bool = False) -> list[str] | None:
         """Delete the threads past their TTL (nothing updated on them, the thread or a
         run of it, for their ``ttl_minutes``) with their runs and logs, unless a run of
         theirs is active (queued, running, cancelling, waiting): returns their ids (the
-        caller deletes their checkpoints). None when the sweep is not due: it runs once
-        per ``checkpointer.ttl.sweep_interval_minutes`` across every process (``force``:
+        caller deletes their checkpoints). A ``keep_latest`` thread past its TTL is kept
+        instead, its checkpoints pruned to the latest of each namespace (here, not by
+        the caller), once per update. None when the sweep is not due: it runs once per
+        ``checkpointer.ttl.sweep_interval_minutes`` across every process (``force``:
         now, whatever the lease)."""
+
+    @abc.abstractmethod
+    async def lg_prune_threads(self, thread_ids: Sequence[str], strategy: TTLStrategy) -> list[str]:
+        """Now, what a TTL's ``strategy`` does to each of ``thread_ids`` (``delete``: the
+        thread, its runs, logs and checkpoints; ``keep_latest``: its latest checkpoints
+        only): returns those that existed. ``ThreadBusy``, and nothing pruned, if one has
+        a run active. Unknown ids are skipped; the caller checks whose they are."""
 
     @abc.abstractmethod
     async def lg_threads(

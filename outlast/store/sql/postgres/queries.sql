@@ -28,8 +28,10 @@ WITH ins AS (
     -- the acceptances of one thread (an eager claim relies on it)
     -- a thread made by its first run gets the metadata the app's auth.py stamped
     -- (thread_metadata) and the deployment's default TTL (thread_ttl)
-    INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes)
-    SELECT thread_id, principal, %(thread_metadata)s::jsonb, %(thread_ttl)s::float8 FROM ins
+    INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes, ttl_strategy)
+    SELECT thread_id, principal, %(thread_metadata)s::jsonb, %(thread_ttl)s::float8,
+           %(thread_ttl_strategy)s
+    FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
 )
 -- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces

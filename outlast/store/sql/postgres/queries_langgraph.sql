@@ -2,8 +2,8 @@
 
 -- name: lg_thread_insert
 -- A new thread, or nothing if it exists.
-INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes)
-VALUES (%(thread_id)s, %(principal)s, %(metadata)s::jsonb, %(ttl)s::float8)
+INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes, ttl_strategy)
+VALUES (%(thread_id)s, %(principal)s, %(metadata)s::jsonb, %(ttl)s::float8, %(strategy)s)
 ON CONFLICT (thread_id) DO NOTHING
 RETURNING *;
 
@@ -115,17 +115,22 @@ LIMIT 100
 FOR UPDATE OF t SKIP LOCKED;
 
 -- name: lg_thread_set_ttl
--- A thread's own TTL (minutes; null: none), counted from now.
-UPDATE outlast_threads SET ttl_minutes = %(ttl)s::float8, updated_at = clock_timestamp()
+-- A thread's own TTL (minutes; null: none) and strategy, counted from now.
+UPDATE outlast_threads
+SET ttl_minutes = %(ttl)s::float8, ttl_strategy = %(strategy)s, updated_at = clock_timestamp()
 WHERE thread_id = %(thread_id)s
 RETURNING *;
 
 -- name: lg_threads_expired
 -- Threads past their TTL: nothing updated on them (the thread, or a run of it) for
--- ttl_minutes, and no run of theirs active (queued, running, cancelling, waiting).
-SELECT t.thread_id FROM outlast_threads t
+-- ttl_minutes, and no run of theirs active (queued, running, cancelling, waiting); a
+-- keep_latest thread only if it was updated (it, or a run of it) since it was last pruned.
+SELECT t.thread_id, t.ttl_strategy FROM outlast_threads t
 WHERE t.ttl_minutes IS NOT NULL
   AND t.updated_at < now() - make_interval(secs => t.ttl_minutes * 60)
+  AND (t.ttl_strategy = 'delete' OR t.pruned_at IS NULL OR t.pruned_at < t.updated_at
+       OR EXISTS (SELECT 1 FROM outlast_runs r
+                  WHERE r.thread_id = t.thread_id AND r.updated_at > t.pruned_at))
   AND NOT EXISTS (
       SELECT 1 FROM outlast_runs r
       WHERE r.thread_id = t.thread_id
@@ -135,6 +140,17 @@ ORDER BY t.updated_at
 LIMIT 100
 FOR UPDATE OF t SKIP LOCKED;
 
+-- name: lg_thread_mark_pruned
+-- keep_latest pruned the thread now (its TTL clock is left alone).
+UPDATE outlast_threads SET pruned_at = clock_timestamp() WHERE thread_id = %(thread_id)s;
+
+-- name: lg_thread_last_update
+-- A thread's TTL and its last update (its own, or a run's): what its expiry counts from.
+SELECT t.ttl_minutes, t.ttl_strategy,
+       greatest(t.updated_at, (SELECT max(r.updated_at) FROM outlast_runs r
+                               WHERE r.thread_id = t.thread_id)) AS last_update
+FROM outlast_threads t WHERE t.thread_id = %(thread_id)s;
+
 -- name: sweep_due
 -- Take the next sweep named `sweep` if it is due: next_at moves `every` seconds ahead and
 -- the row comes back; for every other process in that interval, nothing comes back.
@@ -143,3 +159,8 @@ VALUES (%(sweep)s, now() + make_interval(secs => %(every)s::float8))
 ON CONFLICT (name) DO UPDATE SET next_at = EXCLUDED.next_at
 WHERE outlast_sweeps.next_at <= now()
 RETURNING name;
+
+-- name: lg_thread_lock_row
+-- Lock a thread's row until the transaction ends (a run's acceptance upserts it, so none
+-- is accepted on it meanwhile); nothing if the thread is unknown.
+SELECT thread_id FROM outlast_threads WHERE thread_id = %(thread_id)s FOR UPDATE;

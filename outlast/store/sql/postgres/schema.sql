@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0016_ttl
+-- Up to migration: 0017_ttl_strategy
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -176,7 +176,10 @@ CREATE TABLE outlast_threads (
     -- a stateless run's thread (on_completion=delete), deleted once its run ended (0010)
     temporary  boolean NOT NULL DEFAULT false,
     -- its TTL in minutes from its last update (its own or its runs'); null: none (0016)
-    ttl_minutes double precision
+    ttl_minutes double precision,
+    -- what its TTL does: delete it, or keep only its latest checkpoints (0017)
+    ttl_strategy text NOT NULL DEFAULT 'delete' CHECK (ttl_strategy IN ('delete', 'keep_latest')),
+    pruned_at  timestamptz  -- when keep_latest last pruned it (0017)
 );
 CREATE INDEX outlast_threads_principal ON outlast_threads (principal, created_at DESC);
 CREATE INDEX outlast_threads_metadata ON outlast_threads USING gin (metadata jsonb_path_ops);

@@ -18,9 +18,10 @@ RETURNING *;
 -- name: touch_thread
 -- Create or touch the run's thread row (LangGraph's clients list threads); a new one gets
 -- the metadata the app's auth.py stamped and the deployment's default TTL.
-INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at, ttl_minutes)
+INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at, ttl_minutes,
+                             ttl_strategy)
 VALUES (:thread_id, :principal, :metadata, (SELECT now FROM outlast_clock),
-        (SELECT now FROM outlast_clock), :thread_ttl)
+        (SELECT now FROM outlast_clock), :thread_ttl, :thread_ttl_strategy)
 ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at;
 
 -- name: insert_event

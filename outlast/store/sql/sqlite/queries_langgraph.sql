@@ -2,9 +2,10 @@
 
 -- name: lg_thread_insert
 -- A new thread, or nothing if it exists.
-INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at, ttl_minutes)
+INSERT INTO outlast_threads (thread_id, principal, metadata, created_at, updated_at, ttl_minutes,
+                             ttl_strategy)
 VALUES (:thread_id, :principal, :metadata, (SELECT now FROM outlast_clock),
-        (SELECT now FROM outlast_clock), :ttl)
+        (SELECT now FROM outlast_clock), :ttl, :strategy)
 ON CONFLICT (thread_id) DO NOTHING
 RETURNING *;
 
@@ -114,16 +115,20 @@ WHERE t.temporary = 1
 LIMIT 100;
 
 -- name: lg_thread_set_ttl
--- A thread's own TTL (minutes; null: none), counted from now.
-UPDATE outlast_threads SET ttl_minutes = :ttl, updated_at = (SELECT now FROM outlast_clock)
+-- A thread's own TTL (minutes; null: none) and strategy, counted from now.
+UPDATE outlast_threads
+SET ttl_minutes = :ttl, ttl_strategy = :strategy, updated_at = (SELECT now FROM outlast_clock)
 WHERE thread_id = :thread_id
 RETURNING *;
 
 -- name: lg_threads_expired
 -- Threads past their TTL; see the Postgres query.
-SELECT t.thread_id FROM outlast_threads t
+SELECT t.thread_id, t.ttl_strategy FROM outlast_threads t
 WHERE t.ttl_minutes IS NOT NULL
   AND t.updated_at < (SELECT now FROM outlast_clock) - t.ttl_minutes * 60
+  AND (t.ttl_strategy = 'delete' OR t.pruned_at IS NULL OR t.pruned_at < t.updated_at
+       OR EXISTS (SELECT 1 FROM outlast_runs r
+                  WHERE r.thread_id = t.thread_id AND r.updated_at > t.pruned_at))
   AND NOT EXISTS (
       SELECT 1 FROM outlast_runs r
       WHERE r.thread_id = t.thread_id
@@ -132,6 +137,19 @@ WHERE t.ttl_minutes IS NOT NULL
 ORDER BY t.updated_at
 LIMIT 100;
 
+-- name: lg_thread_mark_pruned
+-- keep_latest pruned the thread now (its TTL clock is left alone).
+UPDATE outlast_threads SET pruned_at = (SELECT now FROM outlast_clock)
+WHERE thread_id = :thread_id;
+
+-- name: lg_thread_last_update
+-- A thread's TTL and its last update (its own, or a run's): what its expiry counts from.
+SELECT t.ttl_minutes, t.ttl_strategy,
+       max(t.updated_at, coalesce((SELECT max(r.updated_at) FROM outlast_runs r
+                                   WHERE r.thread_id = t.thread_id), t.updated_at))
+           AS last_update
+FROM outlast_threads t WHERE t.thread_id = :thread_id;
+
 -- name: sweep_due
 -- Take the next sweep named `sweep` if it is due; see the Postgres query.
 INSERT INTO outlast_sweeps (name, next_at)
@@ -139,3 +157,7 @@ VALUES (:sweep, (SELECT now FROM outlast_clock) + :every)
 ON CONFLICT (name) DO UPDATE SET next_at = excluded.next_at
 WHERE outlast_sweeps.next_at <= (SELECT now FROM outlast_clock)
 RETURNING name;
+
+-- name: lg_thread_lock_row
+-- Whether the thread exists (the write transaction already excludes every other writer).
+SELECT thread_id FROM outlast_threads WHERE thread_id = :thread_id;

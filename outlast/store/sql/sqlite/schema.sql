@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0016_ttl
+-- Up to migration: 0017_ttl_strategy
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -144,7 +144,10 @@ CREATE TABLE outlast_threads (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     temporary  INTEGER NOT NULL DEFAULT 0,  -- a stateless run's thread (0010)
-    ttl_minutes REAL  -- its TTL from its last update, null: none (0016)
+    ttl_minutes REAL,  -- its TTL from its last update, null: none (0016)
+    ttl_strategy TEXT NOT NULL DEFAULT 'delete'  -- what its TTL does (0017)
+        CHECK (ttl_strategy IN ('delete', 'keep_latest')),
+    pruned_at  REAL  -- when keep_latest last pruned it (0017)
 );
 CREATE INDEX outlast_threads_principal ON outlast_threads (principal, created_at DESC);
 CREATE INDEX outlast_threads_temporary ON outlast_threads (thread_id) WHERE temporary = 1;
