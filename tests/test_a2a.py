@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
     AuthenticationInfo,
@@ -20,12 +19,8 @@ from a2a.types import (
     GetTaskRequest,
     InvalidParamsError,
     ListTaskPushNotificationConfigsRequest,
-    Message,
-    Part,
-    Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
-    Task,
     TaskNotFoundError,
     TaskPushNotificationConfig,
     TaskState,
@@ -33,34 +28,9 @@ from a2a.types import (
 )
 
 from outlast.store import Store
+from tests.a2a_client import Agent, message
 from tests.harness import make_settings, serve
 from tests.receiver import receiver
-
-
-def _message(*parts: Part, task: Task | None = None, message_id: str | None = None) -> Message:
-    msg = Message(role=Role.ROLE_USER, message_id=message_id or str(uuid.uuid4()), parts=parts)
-    if task is not None:
-        msg.task_id, msg.context_id = task.id, task.context_id
-    return msg
-
-
-class Agent:
-    def __init__(self, http: httpx.AsyncClient, base: str) -> None:
-        self.http, self.base = http, base
-
-    async def client(self, graph: str, streaming: bool = False) -> Any:
-        card = await A2ACardResolver(self.http, f"{self.base}/a2a/{graph}").get_agent_card()
-        return ClientFactory(ClientConfig(streaming=streaming, httpx_client=self.http)).create(card)
-
-    async def send(self, graph: str, message: Message, **config: Any) -> Task:
-        client = await self.client(graph)
-        request = SendMessageRequest(message=message)
-        for key, value in config.items():
-            setattr(request.configuration, key, value)
-        got = [sr async for sr in client.send_message(request)]
-        assert len(got) == 1 and got[0].HasField("task"), got
-        task: Task = got[0].task
-        return task
 
 
 @pytest.fixture
@@ -76,7 +46,7 @@ async def agent(store: Store, tmp_path: Path) -> AsyncIterator[Agent]:
 
 
 async def test_a_task_is_a_run_that_completes_with_its_result(agent: Agent) -> None:
-    task = await agent.send("steps", _message(new_text_part("hello")))
+    task = await agent.send("steps", message(new_text_part("hello")))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     (artifact,) = task.artifacts
     result = dict(artifact.parts[0].data.struct_value)
@@ -88,27 +58,27 @@ async def test_a_task_is_a_run_that_completes_with_its_result(agent: Agent) -> N
 
 
 async def test_input_required_is_answered_by_a_follow_up_exactly_once(agent: Agent) -> None:
-    task = await agent.send("asks", _message(new_data_part({})))
+    task = await agent.send("asks", message(new_data_part({})))
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert "What is your name?" in task.status.message.parts[0].text
-    follow = _message(new_text_part("Ada"), task=task)
+    follow = message(new_text_part("Ada"), task=task)
     done = await agent.send("asks", follow)
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert dict(done.artifacts[0].parts[0].data.struct_value)["greeting"] == "hello Ada"
     with pytest.raises(UnsupportedOperationError, match="terminal"):
-        await agent.send("asks", _message(new_text_part("Bob"), task=done))
+        await agent.send("asks", message(new_text_part("Bob"), task=done))
 
 
 async def test_auth_required_and_a_second_answer_is_refused(agent: Agent) -> None:
-    task = await agent.send("auth", _message(new_data_part({})))
+    task = await agent.send("auth", message(new_data_part({})))
     assert task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED
-    first = _message(new_data_part({"token": "t0k"}), task=task)
+    first = message(new_data_part({"token": "t0k"}), task=task)
     done = await agent.send("auth", first)
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     again = await agent.send("auth", first)  # the same message, retried: the same task
     assert again.id == task.id and again.status.state == TaskState.TASK_STATE_COMPLETED
     with pytest.raises(UnsupportedOperationError, match="terminal"):
-        await agent.send("auth", _message(new_data_part({"token": "other"}), task=task))
+        await agent.send("auth", message(new_data_part({"token": "other"}), task=task))
 
 
 async def test_an_answer_over_the_size_limit_is_refused_and_changes_nothing(
@@ -119,31 +89,31 @@ async def test_an_answer_over_the_size_limit_is_refused_and_changes_nothing(
     settings = make_settings(result_wait_max=20, max_answer_bytes=64, data_dir=tmp_path)
     async with serve(store, settings) as srv, httpx.AsyncClient(timeout=60) as http:
         agent = Agent(http, srv.url)
-        task = await agent.send("asks", _message(new_data_part({})))
+        task = await agent.send("asks", message(new_data_part({})))
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         with pytest.raises(InvalidParamsError, match="MAX_ANSWER_BYTES"):
-            await agent.send("asks", _message(new_text_part("A" * 100), task=task))
+            await agent.send("asks", message(new_text_part("A" * 100), task=task))
         (wait,) = await store.list_waits(task.id)
         assert wait.status == "open" and wait.answer is None
-        done = await agent.send("asks", _message(new_text_part("Ada"), task=task))
+        done = await agent.send("asks", message(new_text_part("Ada"), task=task))
         assert done.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 async def test_an_answer_to_a_task_that_asks_nothing_changes_nothing(agent: Agent) -> None:
     client = await agent.client("slow")
-    request = SendMessageRequest(message=_message(new_data_part({})))
+    request = SendMessageRequest(message=message(new_data_part({})))
     request.configuration.return_immediately = True
     (sr,) = [x async for x in client.send_message(request)]
     with pytest.raises(UnsupportedOperationError, match="asks for nothing"):
-        await agent.send("slow", _message(new_text_part("hm"), task=sr.task))
+        await agent.send("slow", message(new_text_part("hm"), task=sr.task))
     with pytest.raises(TaskNotFoundError):  # a task of another graph is no task here
-        await agent.send("steps", _message(new_text_part("hm"), task=sr.task))
+        await agent.send("steps", message(new_text_part("hm"), task=sr.task))
     await client.cancel_task(CancelTaskRequest(id=sr.task.id))
 
 
 async def test_cancel_unknown_and_subscribe(agent: Agent) -> None:
     client = await agent.client("slow")
-    msg = _message(new_data_part({}))
+    msg = message(new_data_part({}))
     request = SendMessageRequest(message=msg)
     request.configuration.return_immediately = True
     (sr,) = [x async for x in client.send_message(request)]
@@ -157,7 +127,7 @@ async def test_cancel_unknown_and_subscribe(agent: Agent) -> None:
     events = [
         e
         async for e in streaming.send_message(
-            SendMessageRequest(message=_message(new_text_part("x")))
+            SendMessageRequest(message=message(new_text_part("x")))
         )
     ]
     assert events[0].HasField("task")
@@ -210,7 +180,7 @@ async def test_a_0_3_client_speaks_the_slash_methods(agent: Agent) -> None:
 
 async def test_push_notifications_go_through_the_outbox_with_the_token(agent: Agent) -> None:
     client = await agent.client("asks")
-    task = await agent.send("asks", _message(new_data_part({})))  # once it asks
+    task = await agent.send("asks", message(new_data_part({})))  # once it asks
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     with receiver() as hooks:
         config = TaskPushNotificationConfig(
@@ -233,7 +203,7 @@ async def test_push_notifications_go_through_the_outbox_with_the_token(agent: Ag
             GetTaskPushNotificationConfigRequest(task_id=task.id, id="p1")
         )
         assert got.authentication.scheme == "Bearer" and not got.authentication.credentials
-        await agent.send("asks", _message(new_text_part("Ada"), task=task))
+        await agent.send("asks", message(new_text_part("Ada"), task=task))
         seen = await asyncio.to_thread(
             hooks.wait_for,
             lambda r: any(x.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED" for x in r),

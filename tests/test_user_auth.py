@@ -8,9 +8,7 @@ user. Assistants and crons: ``test_user_auth_resources.py``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,30 +20,18 @@ from outlast.graph.manifest import ManifestError
 from outlast.service.authz import matches
 from outlast.store import Store
 from tests import user_auth_graphs
+from tests.a2a_client import Agent, message
 from tests.harness import Server, eventually, is_problem, make_settings, serve
 from tests.mcp_client import Peer, connect
-from tests.test_a2a import Agent, _message
-
-TESTS = Path(__file__).resolve().parent
-ALICE = {"Authorization": "Bearer token-alice"}
-BOB = {"Authorization": "Bearer token-bob"}
-CAROL_P1 = {"Authorization": "Bearer token-carol-p1"}
-CAROL_P2 = {"Authorization": "Bearer token-carol-p2"}
-READ_ONLY = {"Authorization": "Bearer token-rita"}
-
-
-def manifest(tmp_path: Path, auth_path: str = f"{TESTS}/user_auth_app.py:auth") -> Path:
-    path = tmp_path / "langgraph.json"
-    graphs = {
-        "hitl": f"{TESTS}/lg_graphs.py:hitl",
-        "whoami": "tests.user_auth_graphs:whoami",  # the module this test reads SEEN from
-    }
-    path.write_text(json.dumps({"graphs": graphs, "auth": {"path": auth_path}}))
-    return path
-
-
-def settings(tmp_path: Path) -> Any:
-    return make_settings(graphs_file=manifest(tmp_path))
+from tests.user_auth_support import (
+    ALICE,
+    BOB,
+    CAROL_P1,
+    CAROL_P2,
+    TESTS,
+    manifest,
+    settings,
+)
 
 
 async def interrupted(srv: Server, headers: dict[str, str], thread_id: str) -> None:
@@ -167,7 +153,7 @@ async def test_v1_and_a2a_stamp_and_filter_too(store: Store, tmp_path: Path) -> 
             httpx.AsyncClient(timeout=60, headers=CAROL_P2) as h2,
         ):
             p1, p2 = Agent(h1, srv.url), Agent(h2, srv.url)
-            sent = await p1.send("hitl", _message(new_data_part({"topic": "a2a"})))
+            sent = await p1.send("hitl", message(new_data_part({"topic": "a2a"})))
             assert sent.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             a2a_thread = (await c.get(f"/threads/{sent.context_id}", headers=CAROL_P1)).json()
             assert a2a_thread["metadata"]["projects"] == ["p1"]

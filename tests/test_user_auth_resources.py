@@ -15,7 +15,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 from outlast.store import Store
 from outlast.store.base import system_assistant_id
 from tests.harness import NotYet, eventually, serve
-from tests.test_user_auth import ALICE, CAROL_P1, CAROL_P2, settings
+from tests.user_auth_support import ALICE, CAROL_P1, CAROL_P2, settings
 from tests.util import cron_runs
 
 EVERY_SECOND = "* * * * * *"
