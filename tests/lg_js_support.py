@@ -93,7 +93,7 @@ def prepare_js(page: str) -> str:
         sources = _digest(
             LOCK,
             JS / "vite.config.mjs",
-            JS / "common.js",
+            JS / "common.jsx",
             folder / "index.html",
             folder / "main.jsx",
         )

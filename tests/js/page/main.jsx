@@ -21,7 +21,8 @@ import {
   params,
   setThreadInUrl,
   textOf,
-} from "../common.js";
+  ChatView,
+} from "../common.jsx";
 
 window.__aiTexts = [];
 window.__created = [];
@@ -53,7 +54,6 @@ function App() {
   });
 
   const messages = stream.messages;
-  const values = stream.values;
   const interrupt = stream.interrupt;
   const lastAi = [...messages].reverse().find((m) => m.type === "ai");
   const lastAiText = lastAi ? textOf(lastAi) : null;
@@ -84,52 +84,20 @@ function App() {
     stream.isLoading ? "loading" : "idle",
     interrupt ? "interrupted" : null,
     error || stream.error ? "error" : null,
-  ]
-    .filter(Boolean)
-    .join(" · ");
+  ];
 
   return (
-    <main>
-      <h1>useStream · {assistantId}</h1>
-      <p className="status" data-testid="status">
-        {status}
-      </p>
-      <p>
-        isLoading: <span data-testid="loading">{String(stream.isLoading)}</span>
-      </p>
-      <form onSubmit={submit}>
-        <textarea
-          data-testid="input"
-          value={text}
-          onChange={(event) => setText(event.target.value)}
-          placeholder={field === "messages" ? "Say something" : field}
-        />
-        <button type="submit" data-testid="submit" disabled={!text || stream.isLoading}>
-          Send
-        </button>
-      </form>
-      <ul data-testid="messages">
-        {messages.map((m, i) => (
-          <li key={m.id ?? i} data-testid="message" data-type={m.type} data-id={m.id ?? ""}>
-            <span data-testid="message-text">{textOf(m)}</span>
-          </li>
-        ))}
-      </ul>
-      {interrupt ? (
-        <div className="interrupt" data-testid="interrupt">
-          <p>The graph asks:</p>
-          <pre data-testid="interrupt-value">{JSON.stringify(interrupt.value ?? interrupt)}</pre>
-          <button type="button" data-testid="approve" onClick={approve}>
-            Approve
-          </button>
-        </div>
-      ) : null}
-      <h2>State</h2>
-      <pre data-testid="values">{JSON.stringify(values ?? {}, null, 1)}</pre>
-      {error || stream.error ? (
-        <pre data-testid="error">{String(error ?? stream.error?.message ?? stream.error)}</pre>
-      ) : null}
-    </main>
+    <ChatView
+      title={`useStream · ${assistantId}`}
+      status={status}
+      stream={stream}
+      text={text}
+      setText={setText}
+      submit={submit}
+      approve={approve}
+      error={error}
+      typeOf={(m) => m.type}
+    />
   );
 }
 
