@@ -39,6 +39,9 @@ AI = "[data-testid=message][data-type=ai]"
 
 # --- Node, npm ci and the page builds -----------------------------------------------------
 
+CHAT_REPLY = "echo(hi) w0 w1 w2 w3 w4 w5"  # lg_chat's reply to "hi" with the default 6 words
+PLAN_QUESTION = {"question": "Approve the plan?", "plan": "plan for x"}
+
 
 def _required() -> bool:
     return "1" in (

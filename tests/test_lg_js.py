@@ -23,7 +23,9 @@ import pytest
 from tests.browser import PAGE_WAIT, headless_page
 from tests.lg_js_support import (
     AI,
+    CHAT_REPLY,
     JS,
+    PLAN_QUESTION,
     Traffic,
     ai_texts,
     approve_and_finish,
@@ -40,9 +42,6 @@ from tests.lg_js_support import (
 )
 
 pytestmark = pytest.mark.slow
-
-CHAT_REPLY = "echo(hi) w0 w1 w2 w3 w4 w5"  # lg_chat's reply to "hi" with the default 6 words
-PLAN_QUESTION = {"question": "Approve the plan?", "plan": "plan for x"}
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,8 @@ import pytest
 from tests.browser import PAGE_WAIT, headless_page
 from tests.lg_js_support import (
     AI,
+    CHAT_REPLY,
+    PLAN_QUESTION,
     Traffic,
     ai_texts,
     approve_and_finish,
@@ -45,8 +47,6 @@ from tests.procs import kill, start_server
 pytestmark = pytest.mark.slow
 
 PAGE = "page-v2"
-CHAT_REPLY = "echo(hi) w0 w1 w2 w3 w4 w5"  # lg_chat's reply to "hi" with the default 6 words
-PLAN_QUESTION = {"question": "Approve the plan?", "plan": "plan for x"}
 
 
 @pytest.fixture(scope="module")
