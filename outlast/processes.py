@@ -72,6 +72,13 @@ def handed_over(sock: socket.socket, env: dict[str, str]) -> dict[str, str]:
     return {**env, FD_ENV: str(sock.fileno())}
 
 
+def is_child() -> bool:
+    """Whether this process is one of the N of ``--workers N`` (its parent spoke for the
+    set). Asked of the environment, never of the socket: ``inherited_socket`` wraps the
+    descriptor, and a wrapper dropped unused closes it under the process."""
+    return bool(os.environ.get(PARENT_ENV))
+
+
 def inherited_socket() -> socket.socket | None:
     """In a child: the listening socket its parent bound, as the TCP socket it is.
 

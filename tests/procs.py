@@ -50,8 +50,8 @@ def _spawn(
                 "-m",
                 "outlast.cli",
                 *command,
-                "--config",
-                str(GRAPHS),
+                # the test graphs, unless the command names a langgraph.json of its own
+                *(() if "--config" in command else ("--config", str(GRAPHS))),
                 "--log-level",
                 "info",
             ],

@@ -4,6 +4,7 @@ parent; they share the work through Postgres, live and die as one."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -87,6 +88,23 @@ async def test_a_child_that_dies_stops_the_set_with_a_failure(pg_url: str, tmp_p
         code = await eventually(lambda: parent.poll(), what="the parent exits")
         assert code != 0
         assert not _alive(second)
+    finally:
+        kill(parent)
+
+
+async def test_children_serve_when_langgraph_json_warns(pg_url: str, tmp_path: Path) -> None:
+    """The start-up checks of a child never touch its inherited socket: a langgraph.json
+    with keys outlast ignores (a warning) once made each child close it unused (EBADF)."""
+    config = tmp_path / "langgraph.json"
+    tests = Path(__file__).resolve().parent
+    graphs = {"slow": f"{tests}/graphs.py:slow"}
+    config.write_text(json.dumps({"graphs": graphs, "bogus": 1}))
+    log = tmp_path / "server.log"
+    parent, url = start_server(pg_url, log, "--config", str(config), **ONE_RUN_EACH)
+    try:
+        assert sorted(await _two_runs_running(url))  # both children serve
+        said = " ".join(log.read_text(errors="replace").split())
+        assert said.count("does not honour these keys yet: bogus") == 1  # the parent's
     finally:
         kill(parent)
 

@@ -105,7 +105,7 @@ def manifest_ok(settings: Settings) -> bool:
         console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
         return False
     keys = ignored(manifest)
-    if keys and processes.inherited_socket() is None:  # the parent of --workers N spoke
+    if keys and not processes.is_child():  # the parent of --workers N spoke
         console.print(
             f"[yellow]warning:[/] {settings.graphs_file}: outlast does not honour these "
             f"keys yet: {', '.join(keys)}"
