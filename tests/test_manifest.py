@@ -71,6 +71,7 @@ def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
         "graphs": {"a": {"path": GRAPH, "description": "the example"}},
         "dependencies": ["."],
         "python_version": "3.11",  # building an image: nothing for a server to do
+        "$schema": "https://langgra.ph/schema.json",  # for an editor
         "webhooks": {"env_prefix": "X_"},
         "http": {"require_https": True, "disable_meta": True},
         "store": {"ttl": {"default_ttl": 10}, "serde": {}},

@@ -217,6 +217,7 @@ BUILD_KEYS = frozenset(
         "source",
         "dockerfile_lines",
         "keep_pkg_tools",
+        "$schema",  # where an editor finds the file's JSON schema: nothing to serve
     }
 )
 
