@@ -63,7 +63,10 @@ async def test_a_failed_run_undoes_its_bookings_latest_first_and_says_so(
         undos = [e for e in ledger if e["compensates"]]
         assert len(undos) == 2 and all(e["status"] == "done" for e in undos)
         assert {by_key[u["compensates"]]["tool"] for u in undos} == {"book"}
-        assert [e["compensable"] for e in ledger if not e["compensates"]] == [True, False, True]
+        # the bookings declared their undoing, the email none (by tool: the email and the
+        # hotel's booking can start within one tick of SQLite's millisecond clock)
+        done_first = sorted((e["tool"], e["compensable"]) for e in ledger if not e["compensates"])
+        assert done_first == [("book", True), ("book", True), ("send_confirmation", False)]
         assert {u["key"] for u in undos} == {"undo:" + u["compensates"] for u in undos}
         # each undoing got the key of its own row, which a desk can deduplicate by
         assert {x["key"] for x in desk_lines(desk) if x["op"] == "unbook"} == {
