@@ -3,6 +3,7 @@ factories (``ServerRuntime.user``) and runs (``config["configurable"]``) see it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -79,10 +80,20 @@ def user_of(found: Any) -> User:
     raise TypeError(f"the authenticate handler returned {type(found).__name__}, not a user")
 
 
+# Fields an authenticate handler may return beside the user that are credentials (the
+# caller's token, a key for a downstream API): a run's config is stored with the run and
+# its checkpoints, and no secret is stored in the clear, so these stay out of it.
+_CREDENTIAL = re.compile(
+    r"(?i)(token|secret|password|passwd|api[_-]?key|authorization|credential|cookie|session)"
+)
+
+
 def configurable_of(user: User) -> dict[str, Any]:
-    """The keys LangGraph's server puts in a run's ``config["configurable"]``."""
+    """The keys LangGraph's server puts in a run's ``config["configurable"]``, the
+    user's credential-like fields left out (``_CREDENTIAL``)."""
+    kept = {k: v for k, v in user.fields().items() if not _CREDENTIAL.search(k)}
     return {
-        "langgraph_auth_user": user.fields(),
+        "langgraph_auth_user": kept,
         "langgraph_auth_user_id": user.identity,
         "langgraph_auth_permissions": user.permissions,
     }
