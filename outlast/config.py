@@ -359,7 +359,7 @@ class ClientSettings(BaseSettings):
 
 
 class FaultSettings(BaseSettings):
-    """Crash tests' fault points (``runtime/faults.py``); only tests set them."""
+    """Crash tests' fault points (``faults.py``); only tests set them."""
 
     model_config = _ENV
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from outlast.runtime import faults
+from outlast import faults
 from outlast.store import Store
 from outlast.store.crons import Tick
 from outlast.store.postgres import PostgresStore

@@ -20,6 +20,7 @@ FOUNDATION = {
     "heap",
     "retry",  # the one retry policy
     "importing",  # the one module:attr resolver
+    "faults",  # named fault-injection points, armed only by tests
 }
 
 # What each part of the package may import, besides itself and the foundation.

@@ -16,7 +16,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
-from outlast.runtime import faults
+from outlast import faults
 from outlast.store import RunStatus, Store
 from outlast.vocabulary import EventType
 from tests.harness import eventually

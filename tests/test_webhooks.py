@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from cryptography.fernet import Fernet
 
-from outlast.runtime import faults
+from outlast import faults
 from tests.harness import eventually_blocking
 from tests.procs import kill, start_server
 from tests.receiver import Answer, Receiver, receiver

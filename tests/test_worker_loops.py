@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from outlast import faults
 from outlast.retry import RetryPolicy
-from outlast.runtime import faults
 from outlast.runtime.loops import LoopFailed, Restarts, supervised
 from outlast.runtime.metrics import REGISTRY
 from outlast.store import Store

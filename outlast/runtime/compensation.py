@@ -34,10 +34,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from outlast import faults
 from outlast.importing import resolve
 from outlast.jsonable import to_jsonable
 from outlast.retry import RetryPolicy
-from outlast.runtime import faults, metrics
+from outlast.runtime import metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EffectStore, EventDraft, EventStore, WaitSpec, WaitStore

@@ -27,9 +27,10 @@ from typing import Protocol
 
 import httpx
 
+from outlast import faults
 from outlast.config import Settings
 from outlast.retry import RetryPolicy
-from outlast.runtime import faults, metrics
+from outlast.runtime import metrics
 from outlast.secretbox import SecretBox
 from outlast.store import OutboxStore
 from outlast.store.hub import STATUS, WEBHOOKS, wait_for

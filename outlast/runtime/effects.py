@@ -18,11 +18,11 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from outlast import faults
 from outlast.errors import OutlastError
 from outlast.jsonable import to_jsonable
 from outlast.nodes.effects import Reconcile
 from outlast.nodes.waits import WAIT_KEY
-from outlast.runtime import faults
 from outlast.runtime.sink import EventSink
 from outlast.store import Effect, EffectStore, EventDraft
 from outlast.vocabulary import EffectStatus, EventType

@@ -15,11 +15,11 @@ import logging
 import traceback
 from typing import Any
 
+from outlast import faults
 from outlast.config import Settings
 from outlast.graph.factories import Access
 from outlast.graph.registry import GraphRegistry
 from outlast.jsonable import to_jsonable
-from outlast.runtime import faults
 from outlast.runtime.compensation import Compensator, compensated
 from outlast.runtime.options import undo_run
 from outlast.runtime.outcomes import (

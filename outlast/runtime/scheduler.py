@@ -22,9 +22,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from outlast import faults
 from outlast.config import Settings
 from outlast.errors import OutlastError
-from outlast.runtime import faults, metrics
+from outlast.runtime import metrics
 from outlast.runtime.due import serve_due
 from outlast.store import CronStore
 from outlast.store.crons import Tick

@@ -34,10 +34,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from outlast import logs
+from outlast import faults, logs
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
-from outlast.runtime import faults, metrics
+from outlast.runtime import metrics
 from outlast.runtime.deliverer import Deliverer, DelivererStore
 from outlast.runtime.execution import Execution
 from outlast.runtime.loops import LoopFailed, supervised

@@ -21,10 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from outlast import faults
 from outlast.config import Settings
 from outlast.errors import NothingToResume, RunActive, RunNotFound, ThreadNotFound, WaitNotOpen
 from outlast.graph.registry import GraphRegistry
-from outlast.runtime import eager, faults
+from outlast.runtime import eager
 from outlast.runtime.accept import RunRequest, new_run
 from outlast.runtime.worker import Worker
 from outlast.service.admission import admit, check_size, completed

@@ -1,50 +1,51 @@
-"""The Postgres checkpointer, fenced by the run's lease and free of the global lock.
+"""The Postgres checkpointer, fenced by the run's lease, group-committed, and free of the
+global lock.
 
-Two changes to ``AsyncPostgresSaver``, both in ``_cursor``, the one place it opens
-connections:
+Three changes to ``AsyncPostgresSaver``:
 
 - No instance lock. Upstream takes one ``asyncio.Lock`` around every cursor, even on a
   pool (langgraph#7259), which would serialize the checkpoint I/O of every run sharing
   a saver. Each run gets its own saver here, and each cursor its own pool connection.
-- Fenced writes. Every write (the saver asks for ``pipeline=True`` exactly for its
-  writes) starts with ``outlast_fence()``, which locks the run row ``FOR KEY SHARE`` and
-  fails unless this worker still holds the lease at this epoch. A worker presumed dead
-  that wakes up again cannot add a checkpoint (or the pending writes a successor would
-  take for finished tasks) to a thread another worker now owns: the reaper selects
-  expired runs ``FOR UPDATE SKIP LOCKED``, which skips a run while a checkpoint of its
-  holder is in flight, and any later write of the old holder is refused. A write that
-  carries the run's events starts with their append instead, which is the fence too:
-  it updates the run row under the same lease condition (a stronger lock, which the
-  reaper skips as well) and calls ``outlast_fence()`` to raise when it matched nothing.
+- Fenced writes. Every write starts with ``outlast_fence()``, which locks the run row
+  ``FOR KEY SHARE`` and fails unless this worker still holds the lease at this epoch. A
+  worker presumed dead that wakes up again cannot add a checkpoint (or the pending
+  writes a successor would take for finished tasks) to a thread another worker now owns:
+  the reaper selects expired runs ``FOR UPDATE SKIP LOCKED``, which skips a run while a
+  checkpoint of its holder is in flight, and any later write of the old holder is
+  refused. A write that carries the run's events starts with their append instead, which
+  is the fence too: it updates the run row under the same lease condition (a stronger
+  lock, which the reaper skips as well) and calls ``outlast_fence()`` to raise when it
+  matched nothing.
+- Group commit. ``aput`` and ``aput_writes`` hand their statements to the store's
+  ``GroupCommit`` (group_commit.py), which sends the writes of every run pending at that
+  moment in one pipeline, one transaction, and returns to each once it committed. Other
+  writes (``adelete_thread``, the API's unleased saver without a store's writer) keep
+  their own pipeline here, fenced the same way.
 
 Why no BEGIN/COMMIT: in a pipeline every statement up to the Sync (psycopg sends one
 when the pipeline block ends) runs in one implicit transaction, committed at the Sync
 if all succeeded and rolled back whole if one failed; the server skips whatever follows
-a failed statement. So the fence, the saver's writes and the commit leave in one round
-trip with the fence's verdict decided on the server, as cheap as upstream's unfenced
-write (about 400 µs of client CPU per write against 650 µs for the earlier version, a
-transaction around the pipeline whose fence was read back before COMMIT: bench/profile.py
-showed the checkpoint writes as the largest cost of a step). The saver's write methods
-read no result inside the block, so no Sync splits the transaction.
+a failed statement. So the fences, the writes and the commit leave in one round trip
+with each fence's verdict decided on the server.
 
 One change to ``aput``: upstream serializes the checkpoint's blobs (in a thread) inside
 its cursor block, so the pooled connection, with the fence's transaction open on the
-server, was held across a thread hop and the event loop's turn to come back to it. With
-many runs on one loop that turn is long, and a pool of 20 connections for 50 runs
-queued (bench/profile.py at 50 in flight). Here the blobs are serialized first, as
-upstream's ``aput_writes`` already does, and the connection is held for the I/O only.
+server, was held across a thread hop and the event loop's turn to come back to it. Here
+the blobs are serialized first, as upstream's ``aput_writes`` already does, and the
+connection is held for the I/O only.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -58,15 +59,14 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
-from outlast.store.base import EventDraft, EventLender, Lease
-
-_FENCE = "SELECT outlast_fence(%s, %s, %s)"
-_FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
-
-
-# The store's append for a lease and a batch as (statement, parameters): a statement
-# that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
-AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
+from outlast.store.base import EventLender, Lease
+from outlast.store.group_commit import (
+    FENCE,
+    FENCE_REFUSED,
+    AppendStatement,
+    GroupCommit,
+    Statement,
+)
 
 
 class FencedPostgresSaver(AsyncPostgresSaver):
@@ -76,12 +76,14 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         lease: Lease | None,
         events: EventLender | None = None,
         append: AppendStatement | None = None,
+        group: GroupCommit | None = None,
     ) -> None:
         super().__init__(pool)
         self.pool = pool
         self.lease = lease
         self.events = events if lease is not None and append is not None else None
         self.append = append
+        self.group = group
 
     async def aput(
         self,
@@ -122,10 +124,11 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             Jsonb(copy),
             Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
         )
-        async with self._cursor(pipeline=True) as cur:
-            if blobs:
-                await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
-            await cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
+        statements = (
+            [Statement(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, many=True)] if blobs else []
+        )
+        statements.append(Statement(self.UPSERT_CHECKPOINTS_SQL, row))
+        await self._commit(statements)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -133,6 +136,43 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                 "checkpoint_id": checkpoint["id"],
             }
         }
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Upstream's ``aput_writes`` (langgraph-checkpoint-postgres 3.2), committed with
+        the process's other checkpoint writes."""
+        query = (
+            self.UPSERT_CHECKPOINT_WRITES_SQL
+            if all(w[0] in WRITES_IDX_MAP for w in writes)
+            else self.INSERT_CHECKPOINT_WRITES_SQL
+        )
+        configurable = config["configurable"]
+        params = await asyncio.to_thread(
+            self._dump_writes,
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            writes,
+        )
+        await self._commit([Statement(query, params, many=True)])
+
+    async def _commit(self, statements: list[Statement]) -> None:
+        if self.group is None:
+            async with self._cursor(pipeline=True) as cur:
+                for st in statements:
+                    if st.many:
+                        await cur.executemany(st.sql, st.params)
+                    else:
+                        await cur.execute(st.sql, st.params)
+            return
+        await self.group.write(self.lease, statements, self.events)
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -156,13 +196,13 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                             # the carried append fences the write itself (queries.sql)
                             await carried.execute(*self.append(lease, batch))
                         elif lease is not None:
-                            await cur.execute(_FENCE, (lease.run_id, lease.worker_id, lease.epoch))
+                            await cur.execute(FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                         yield cur
                     if batch:  # the pipeline is synced: the append's row is here
                         row = await carried.fetchone()
                         seq = int(row["seq"]) if row is not None else None
             except psycopg.Error as exc:
-                if lease is not None and exc.sqlstate == _FENCE_REFUSED:
+                if lease is not None and exc.sqlstate == FENCE_REFUSED:
                     raise LeaseLost(
                         f"run {lease.run_id}: checkpoint refused, lease epoch "
                         f"{lease.epoch} is no longer held"

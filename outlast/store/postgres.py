@@ -10,7 +10,7 @@ matters sends a ``NOTIFY`` inside its own statement, delivered at commit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,8 +21,6 @@ from outlast.errors import LeaseLost, StoreUnavailable
 from outlast.store import item_backends
 from outlast.store.assistants import AssistantOps
 from outlast.store.base import (
-    Effect,
-    Event,
     EventDraft,
     EventLender,
     HeldRun,
@@ -30,11 +28,11 @@ from outlast.store.base import (
     NewRun,
     Run,
     Store,
-    Wait,
     same_request,
 )
 from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
+from outlast.store.group_commit import GroupCommit
 from outlast.store.hub import EVENTS, STATUS, Hub
 from outlast.store.ledger_ops import LedgerOps
 from outlast.store.lgthreads import LangGraphOps
@@ -44,13 +42,11 @@ from outlast.store.park_ops import ParkOps
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
+from outlast.store.pg_tx import PgTx
 from outlast.store.rows import (
     dumps,
     dumps_or_none,
-    effect_from_row,
-    event_from_row,
     run_from_row,
-    wait_from_row,
 )
 from outlast.store.run_ops import ActivityOps, RunReadOps, ThreadOps
 from outlast.store.secrets_ops import SecretsOps
@@ -99,6 +95,7 @@ class PostgresStore(
         self._q = queries("postgres")
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._listener: Listener | None = None
+        self._group: GroupCommit | None = None  # the checkpoint writes' writer (open)
         self._min_size = min_size
         self._max_size = max_size
 
@@ -120,6 +117,7 @@ class PostgresStore(
             await pool.close()
             raise StoreUnavailable(f"cannot connect to Postgres: {exc}") from exc
         self._pool = pool
+        self._group = GroupCommit(pool, self._carried_statement)
         self._items = await item_backends.open_postgres(pool, self.options)
         self._listener = Listener(self.url, self.hub)
         await self._listener.start()
@@ -131,6 +129,8 @@ class PostgresStore(
         if self._items is not None:
             await item_backends.close(self._items)
             self._items = None
+        if self._group is not None:
+            await self._group.close()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -187,7 +187,7 @@ class PostgresStore(
     def checkpointer(
         self, lease: Lease | None = None, events: EventLender | None = None
     ) -> AsyncPostgresSaver:
-        return FencedPostgresSaver(self.pool, lease, events, self._carried_statement)
+        return FencedPostgresSaver(self.pool, lease, events, self._carried_statement, self._group)
 
     async def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -274,12 +274,12 @@ class PostgresStore(
         # Autocommit: MVCC reads neither wait for writers nor hold them up, and a
         # BEGIN/COMMIT pair would cost every read two more round trips.
         async with self.pool.connection() as conn:
-            yield _PgTx(conn, self._q)
+            yield PgTx(conn, self._q)
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[Tx]:
         async with self.pool.connection() as conn, conn.transaction():
-            yield _PgTx(conn, self._q)
+            yield PgTx(conn, self._q)
 
     # -- the worker side ---------------------------------------------------------------
 
@@ -359,40 +359,3 @@ class PostgresStore(
         self.hub.publish(EVENTS, lease.run_id)
         seq: int = rows[0]["seq"]
         return seq
-
-
-class _PgTx:
-    """A pool connection for the code written once (tx.py), in a transaction when it
-    writes; a NOTIFY inside a transaction is delivered at its commit."""
-
-    def __init__(self, conn: Conn, q: dict[str, str]) -> None:
-        self._conn = conn
-        self._q = q
-
-    async def rows(self, name: str, **params: Any) -> list[Mapping[str, Any]]:
-        cur = await self._conn.execute(self._q[name], params)
-        return list(await cur.fetchall()) if cur.description is not None else []
-
-    def encode_json(self, value: Any) -> Any:
-        return dumps_or_none(value)  # text, cast to jsonb by the query
-
-    def decode_json(self, value: Any) -> Any:
-        return value  # psycopg has decoded jsonb already
-
-    def encode_time(self, value: Any) -> Any:
-        return value  # psycopg adapts an aware datetime to timestamptz
-
-    def wait(self, row: Mapping[str, Any]) -> Wait:
-        return wait_from_row(row)
-
-    def run(self, row: Mapping[str, Any]) -> Run:
-        return run_from_row(row)
-
-    def effect(self, row: Mapping[str, Any]) -> Effect:
-        return effect_from_row(row)
-
-    def event(self, row: Mapping[str, Any]) -> Event:
-        return event_from_row(row)
-
-    async def notify(self, channel: str, key: str) -> None:
-        await self.rows("notify", channel=f"outlast_{channel}", payload=key)

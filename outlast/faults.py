@@ -5,14 +5,20 @@ harmful. Nothing happens unless the environment variable ``OUTLAST_FAULTS`` name
 point (comma-separated), which only tests set. A bare name kills the process with SIGKILL
 right there, the way a machine dies: no cleanup, no finally blocks. ``name:raise`` raises
 ``InjectedFault`` there every time instead (a bug in that code), and ``name:raise-once``
-only the first time in this process (a transient error).
+only the first time in this process (a transient error). ``name:stall`` (at the points
+awaited with ``afault_point``) says so on stderr and suspends the task there for good
+while the rest of the process goes on: what the process does while one write hangs, and
+what it has acknowledged when a test then kills it; ``name:stall@N`` does so the Nth time
+the point is reached (a moment further into the work).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import signal
+import sys
 
 from outlast.config import fault_spec
 
@@ -44,11 +50,18 @@ AFTER_CANCEL = "api.after_cancel"
 # (runtime/deliverer.py): the delivery is sent again, with the same id.
 WEBHOOK_AFTER_SEND = "webhook.after_send"
 
+# A group commit's batch of several runs' checkpoint writes, sent but not committed
+# (store/group_commit.py): no run of the batch may have seen its write acknowledged.
+BATCH_BEFORE_COMMIT = "checkpoint.batch_before_commit"
+
 KILL = "kill"
 RAISE = "raise"
 RAISE_ONCE = "raise-once"
+STALL = "stall"
+STALLED = "outlast fault: stalled at"  # the line a stall prints, for tests to wait on
 
 _fired: set[str] = set()
+_reached: dict[str, int] = {}
 
 
 class InjectedFault(RuntimeError):
@@ -84,3 +97,16 @@ def fault_point(name: str) -> None:
             return
         _fired.add(name)
     raise InjectedFault(f"fault injected at {name}")
+
+
+async def afault_point(name: str) -> None:
+    """``fault_point`` for a point inside a coroutine, where ``stall`` is possible too."""
+    mode, _, nth = _modes().get(name, "").partition("@")
+    if mode != STALL:
+        fault_point(name)
+        return
+    _reached[name] = _reached.get(name, 0) + 1
+    if _reached[name] < int(nth or 1):
+        return
+    print(f"{STALLED} {name}", file=sys.stderr, flush=True)
+    await asyncio.Event().wait()

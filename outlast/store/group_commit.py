@@ -1,0 +1,244 @@
+"""Group commit: the fenced checkpoint writes of concurrent runs share transactions.
+
+Why: a step of a run costs a checkpoint write (``aput``) and its tasks' writes
+(``aput_writes``), each a transaction of its own, with its own pool checkout, round trip
+and commit. With fifty runs on one process that is most of what the server and Postgres
+do (bench/results/profiles: 42 transactions per run of the 10-node graph, checkpoint
+writes 42% of the server's samples). Here one writer per process takes every write that
+is pending, sends them in one pipeline that is one implicit transaction, and answers each
+caller once the transaction has committed.
+
+What does not change:
+
+- Durability. A caller's ``aput`` returns only after the transaction holding its write
+  committed; a process killed before the commit acknowledged nothing
+  (``tests/test_group_commit_crash.py`` stalls a batch there and kills the process).
+- The fence. Each write in a batch starts with its own fence (or with the append of the
+  run's carried events, which fences too), exactly as it did alone. A refused fence
+  aborts the shared transaction, which then is done again one write per transaction, so
+  the fenced-out write is refused alone and its batch-mates commit: a takeover is rare,
+  so this second pass costs nothing in the common case. It is only taken when the
+  server reported the error and the connection survived it (nothing was committed); a
+  broken connection fails every write of the batch, as it failed each write before.
+- Order. Writes go out in the order they were submitted, and one batch is in flight at a
+  time, so the writes of a run stay in its order.
+- Natural batching. Nothing waits for a batch to fill: a write submitted while the writer
+  is idle goes at once, alone; writes submitted while a batch is in flight go together in
+  the next one. One run alone pays a task switch more than before, nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from outlast.errors import LeaseLost
+from outlast.faults import BATCH_BEFORE_COMMIT, afault_point
+from outlast.store.base import EventDraft, EventLender, Lease
+
+log = logging.getLogger(__name__)
+
+FENCE = "SELECT outlast_fence(%s, %s, %s)"
+FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
+# A batch's size in writes: large enough that fifty runs' steps share one transaction,
+# small enough that one batch does not hold a connection (and a failed batch's second
+# pass) for long.
+MAX_BATCH = 64
+
+# The store's append for a lease and a batch as (statement, parameters): a statement
+# that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
+AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement of a write: ``many`` runs it once per parameter set."""
+
+    sql: Any
+    params: Any
+    many: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class _Write:
+    lease: Lease | None
+    statements: Sequence[Statement]
+    events: EventLender | None
+    done: asyncio.Future[None]
+    lent: list[EventDraft] | None = field(default=None)
+
+
+class GroupCommit:
+    """The process's writer of fenced checkpoint writes, on ``pool``."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any], append: AppendStatement) -> None:
+        self.pool = pool
+        self._append = append
+        self._pending: list[_Write] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0  # transactions committed, for the bench and the tests
+        self.writes = 0
+        self.largest = 0
+
+    async def write(
+        self,
+        lease: Lease | None,
+        statements: Sequence[Statement],
+        events: EventLender | None = None,
+    ) -> None:
+        """Commit ``statements`` fenced by ``lease`` (with the pending events of
+        ``events``, if any, carried along); returns once committed. Raises ``LeaseLost``
+        when the fence refused this write, or the error that failed its transaction."""
+        write = _Write(lease, statements, events, asyncio.get_running_loop().create_future())
+        self._pending.append(write)
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._loop(), name="outlast-group-commit")
+        try:
+            await asyncio.shield(write.done)
+        except asyncio.CancelledError:
+            # Not sent yet: it never will be. Already in a batch: that batch goes on,
+            # and its outcome is nobody's to hear.
+            with contextlib.suppress(ValueError):
+                self._pending.remove(write)
+            raise
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                await self._commit_batch(batch)
+
+    async def _commit_batch(self, batch: list[_Write]) -> None:
+        try:
+            await self._transaction(batch)
+        except _Rolledback as failed:
+            if len(batch) == 1:
+                _fail(batch[0], failed.error)
+                return
+            # one of them failed and took the others with it: each again, alone
+            for write in batch:
+                try:
+                    await self._transaction([write])
+                except _Rolledback as alone:
+                    _fail(write, alone.error)
+                except BaseException as exc:
+                    _fail(write, exc)
+                else:
+                    self._committed([write])
+            return
+        except BaseException as exc:
+            for write in batch:
+                _fail(write, exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        self._committed(batch)
+
+    def _committed(self, batch: list[_Write]) -> None:
+        self.batches += 1
+        self.writes += len(batch)
+        self.largest = max(self.largest, len(batch))
+        for write in batch:
+            if not write.done.done():
+                write.done.set_result(None)
+
+    async def _transaction(self, batch: list[_Write]) -> None:
+        """One pipeline, one implicit transaction, committed at its Sync. Raises
+        ``_Rolledback`` when the server refused a statement and nothing was committed."""
+        async with self.pool.connection() as conn:
+            carriers: list[tuple[_Write, psycopg.AsyncCursor[Any]]] = []
+            for write in batch:
+                if write.events is not None and write.lease is not None:
+                    write.lent = write.events.lend()
+            try:
+                await self._send(conn, batch, carriers)
+            except psycopg.Error as exc:
+                _settle(batch, {})
+                if exc.sqlstate is not None and not conn.broken:
+                    raise _Rolledback(exc) from exc
+                raise
+            except BaseException:
+                _settle(batch, {})
+                raise
+            seqs: dict[int, int | None] = {}
+            for write, cur in carriers:  # the pipeline is synced: their rows are here
+                row = await cur.fetchone()
+                seqs[id(write)] = int(row["seq"]) if row is not None else None
+            _settle(batch, seqs)
+
+    async def _send(
+        self,
+        conn: AsyncConnection[Any],
+        batch: list[_Write],
+        carriers: list[tuple[_Write, psycopg.AsyncCursor[Any]]],
+    ) -> None:
+        async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+            for write in batch:
+                lease = write.lease
+                if write.lent and lease is not None:
+                    # the carried append fences the write itself (queries.sql)
+                    carried = conn.cursor(row_factory=dict_row)
+                    await carried.execute(*self._append(lease, write.lent))
+                    carriers.append((write, carried))
+                elif lease is not None:
+                    await cur.execute(FENCE, (lease.run_id, lease.worker_id, lease.epoch))
+                for st in write.statements:
+                    if st.many:
+                        await cur.executemany(st.sql, st.params)
+                    else:
+                        await cur.execute(st.sql, st.params)
+            if len(batch) > 1:
+                # written, not committed: the Sync (the commit) leaves as the block ends
+                await afault_point(BATCH_BEFORE_COMMIT)
+
+
+class _Rolledback(Exception):
+    """The server refused a statement of the transaction; nothing of it was committed."""
+
+    def __init__(self, error: psycopg.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _settle(batch: list[_Write], seqs: dict[int, int | None]) -> None:
+    """Tell each write's sink what became of the events it lent: stored up to a seq, or
+    (no seq) not stored, to be written again."""
+    for write in batch:
+        if write.lent and write.events is not None:
+            write.events.settle(write.lent, seqs.get(id(write)))
+        write.lent = None
+
+
+def _fail(write: _Write, exc: BaseException) -> None:
+    if write.done.done():
+        return
+    lease = write.lease
+    if isinstance(exc, psycopg.Error) and exc.sqlstate == FENCE_REFUSED and lease is not None:
+        refused = LeaseLost(
+            f"run {lease.run_id}: checkpoint refused, lease epoch {lease.epoch} is no longer held"
+        )
+        refused.__cause__ = exc
+        exc = refused
+    if isinstance(exc, asyncio.CancelledError):
+        write.done.cancel()
+    else:
+        write.done.set_exception(exc)
