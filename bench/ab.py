@@ -10,7 +10,9 @@ nothing attached. For each level of runs in flight, each version gets its own
 ``outlast serve`` (``--concurrency`` = the level) on a fresh database, a warm-up, then
 ``--runs`` runs of the 10-node graph through ``POST /v1/runs`` + ``result?wait``;
 versions alternate (ABBA…) and the figures are medians. A version is a checkout run
-through ``PYTHONPATH`` (``.`` = this one).
+through ``PYTHONPATH`` (``.`` = this one). Transactions per run are the database's
+committed and rolled-back transactions (``pg_stat_database``) over the measured runs:
+every statement outside a transaction counts as one, reads included.
 
 Writes ``bench/results/profiles/<label>-ab.{json,md}``.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 from benchkit import RESULTS, CpuMeter, Outlast, machine, now_iso, r, temp_database
 from overhead import outlast_run, throughput
 
@@ -44,16 +47,33 @@ async def one(db_admin: str, checkout: str, inflight: int, runs: int) -> dict[st
                     return outlast_run(client, server.base)
 
                 await throughput(go, max(40, inflight * 2), inflight)
+                xacts = await transactions(db)
                 meter = CpuMeter({"server": server.pid}, db).start()
                 rate = await throughput(go, runs, inflight)
                 used = meter.stop()
+                xacts = await transactions(db) - xacts
         finally:
             server.stop()
     return {
         "runs_per_s": rate,
+        "transactions_per_run": xacts / runs,
         "server_ms_per_run": used["server"] * 1000 / runs,
         "postgres_ms_per_run": used.get("postgres", 0.0) * 1000 / runs,
     }
+
+
+async def transactions(db: str) -> int:
+    """The database's transactions so far. The statistics collector publishes them with
+    a delay of up to ``stats_fetch_consistency``'s snapshot, so the snapshot is cleared
+    first; the reading itself is one transaction (counted, and negligible)."""
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        cur = await conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        )
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def main(opts: argparse.Namespace) -> None:
@@ -84,13 +104,15 @@ async def main(opts: argparse.Namespace) -> None:
         f"{opts.runs} runs of the 10-node graph per repetition, {opts.repeat} repetitions "
         f"alternated, medians; machine: {json.dumps(out['machine'])}.",
         "",
-        "| in flight | version | runs/s | server CPU per run | Postgres CPU per run |",
-        "|---|---|---|---|---|",
+        "| in flight | version | runs/s | transactions per run | server CPU per run"
+        " | Postgres CPU per run |",
+        "|---|---|---|---|---|---|",
     ]
     for level, by_version in medians.items():
         for name, m in by_version.items():
             lines.append(
                 f"| {level} | `{name}` | {m['runs_per_s']:.1f} | "
+                f"{m.get('transactions_per_run', float('nan')):.1f} | "
                 f"{m['server_ms_per_run']:.1f} ms | {m['postgres_ms_per_run']:.1f} ms |"
             )
     (PROFILES / f"{opts.label}-ab.md").write_text("\n".join(lines) + "\n")
@@ -103,7 +125,7 @@ def parse() -> argparse.Namespace:
     p.add_argument(
         "--version", action="append", required=True, help="LABEL=DIR, a checkout; repeat"
     )
-    p.add_argument("--inflight", default="10,50", help="comma-separated levels")
+    p.add_argument("--inflight", default="1,10,50", help="comma-separated levels")
     p.add_argument("--runs", type=int, default=300, help="runs per repetition")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/postgres")

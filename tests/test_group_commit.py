@@ -11,7 +11,8 @@ import pytest
 
 from outlast.errors import LeaseLost
 from outlast.store import EventDraft, Lease
-from outlast.store.group_commit import GroupCommit, Statement
+from outlast.store.batcher import Statement
+from outlast.store.group_commit import GroupCommit
 from outlast.store.postgres import PostgresStore
 from tests.util import new_run
 
@@ -54,12 +55,12 @@ async def test_writes_pending_together_commit_in_one_transaction(pg: PostgresSto
     await _prepared(pg)
     leases = await _leases(pg, 7)
     group = _group(pg)
-    before = group.batches
+    before = group.writer.batches
     await asyncio.gather(
         *(group.write(lease, [Statement(_INSERT, (lease.run_id, 1))]) for lease in leases)
     )
     # all seven were pending when the idle writer woke: one transaction, not seven
-    assert group.batches - before == 1 and group.largest == 7
+    assert group.writer.batches - before == 1 and group.writer.largest == 7
     assert await _probe(pg) == {lease.run_id: 1 for lease in leases}
 
 

@@ -22,18 +22,15 @@ What does not change:
   broken connection fails every write of the batch, as it failed each write before.
 - Order. Writes go out in the order they were submitted, and one batch is in flight at a
   time, so the writes of a run stay in its order.
-- Natural batching. Nothing waits for a batch to fill: a write submitted while the writer
-  is idle goes at once, alone; writes submitted while a batch is in flight go together in
-  the next one. One run alone pays a task switch more than before, nothing else.
+- Natural batching (batcher.py). Nothing waits for a batch to fill: a write submitted
+  while the writer is idle goes at once, alone; writes submitted while a batch is in
+  flight go together in the next one. One run alone pays a task switch more, nothing else.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -44,28 +41,14 @@ from psycopg_pool import AsyncConnectionPool
 from outlast.errors import LeaseLost
 from outlast.faults import BATCH_BEFORE_COMMIT, afault_point
 from outlast.store.base import EventDraft, EventLender, Lease
-
-log = logging.getLogger(__name__)
+from outlast.store.batcher import Batcher, Statement
 
 FENCE = "SELECT outlast_fence(%s, %s, %s)"
 FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
-# A batch's size in writes: large enough that fifty runs' steps share one transaction,
-# small enough that one batch does not hold a connection (and a failed batch's second
-# pass) for long.
-MAX_BATCH = 64
 
 # The store's append for a lease and a batch as (statement, parameters): a statement
 # that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
 AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """One statement of a write: ``many`` runs it once per parameter set."""
-
-    sql: Any
-    params: Any
-    many: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -73,8 +56,7 @@ class _Write:
     lease: Lease | None
     statements: Sequence[Statement]
     events: EventLender | None
-    done: asyncio.Future[None]
-    lent: list[EventDraft] | None = field(default=None)
+    lent: list[EventDraft] | None = None
 
 
 class GroupCommit:
@@ -83,12 +65,12 @@ class GroupCommit:
     def __init__(self, pool: AsyncConnectionPool[Any], append: AppendStatement) -> None:
         self.pool = pool
         self._append = append
-        self._pending: list[_Write] = []
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.batches = 0  # transactions committed, for the bench and the tests
-        self.writes = 0
-        self.largest = 0
+        self.writer: Batcher[_Write] = Batcher(
+            self._transaction,
+            isolate=lambda exc: isinstance(exc, _Rolledback),
+            failure=_failure,
+            name="outlast-group-commit",
+        )
 
     async def write(
         self,
@@ -99,67 +81,10 @@ class GroupCommit:
         """Commit ``statements`` fenced by ``lease`` (with the pending events of
         ``events``, if any, carried along); returns once committed. Raises ``LeaseLost``
         when the fence refused this write, or the error that failed its transaction."""
-        write = _Write(lease, statements, events, asyncio.get_running_loop().create_future())
-        self._pending.append(write)
-        self._wake.set()
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._loop(), name="outlast-group-commit")
-        try:
-            await asyncio.shield(write.done)
-        except asyncio.CancelledError:
-            # Not sent yet: it never will be. Already in a batch: that batch goes on,
-            # and its outcome is nobody's to hear.
-            with contextlib.suppress(ValueError):
-                self._pending.remove(write)
-            raise
+        await self.writer.submit(_Write(lease, statements, events))
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                await self._commit_batch(batch)
-
-    async def _commit_batch(self, batch: list[_Write]) -> None:
-        try:
-            await self._transaction(batch)
-        except _Rolledback as failed:
-            if len(batch) == 1:
-                _fail(batch[0], failed.error)
-                return
-            # one of them failed and took the others with it: each again, alone
-            for write in batch:
-                try:
-                    await self._transaction([write])
-                except _Rolledback as alone:
-                    _fail(write, alone.error)
-                except BaseException as exc:
-                    _fail(write, exc)
-                else:
-                    self._committed([write])
-            return
-        except BaseException as exc:
-            for write in batch:
-                _fail(write, exc)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            return
-        self._committed(batch)
-
-    def _committed(self, batch: list[_Write]) -> None:
-        self.batches += 1
-        self.writes += len(batch)
-        self.largest = max(self.largest, len(batch))
-        for write in batch:
-            if not write.done.done():
-                write.done.set_result(None)
+        await self.writer.close()
 
     async def _transaction(self, batch: list[_Write]) -> None:
         """One pipeline, one implicit transaction, committed at its Sync. Raises
@@ -228,17 +153,16 @@ def _settle(batch: list[_Write], seqs: dict[int, int | None]) -> None:
         write.lent = None
 
 
-def _fail(write: _Write, exc: BaseException) -> None:
-    if write.done.done():
-        return
+def _failure(write: _Write, exc: BaseException) -> BaseException:
+    """What the write's caller hears: the server's own error, a refused fence as the
+    ``LeaseLost`` the runtime stops a run on."""
+    if isinstance(exc, _Rolledback):
+        exc = exc.error
     lease = write.lease
     if isinstance(exc, psycopg.Error) and exc.sqlstate == FENCE_REFUSED and lease is not None:
         refused = LeaseLost(
             f"run {lease.run_id}: checkpoint refused, lease epoch {lease.epoch} is no longer held"
         )
         refused.__cause__ = exc
-        exc = refused
-    if isinstance(exc, asyncio.CancelledError):
-        write.done.cancel()
-    else:
-        write.done.set_exception(exc)
+        return refused
+    return exc

@@ -60,13 +60,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
 from outlast.store.base import EventLender, Lease
-from outlast.store.group_commit import (
-    FENCE,
-    FENCE_REFUSED,
-    AppendStatement,
-    GroupCommit,
-    Statement,
-)
+from outlast.store.batcher import Statement
+from outlast.store.group_commit import FENCE, FENCE_REFUSED, AppendStatement, GroupCommit
 
 
 class FencedPostgresSaver(AsyncPostgresSaver):

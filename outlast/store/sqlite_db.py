@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.store.hub import Hub
 from outlast.store.records import Effect, Event, Run, Wait
@@ -34,6 +33,7 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations
+from outlast.store.sqlite_saver import BatchedSqliteSaver
 
 
 def _load(value: Any) -> Any:
@@ -91,7 +91,7 @@ class SqliteDb:
         self._conn: aiosqlite.Connection | None = None
         self._read_conn: aiosqlite.Connection | None = None
         self._saver_conn: aiosqlite.Connection | None = None
-        self.saver: AsyncSqliteSaver | None = None
+        self.saver: BatchedSqliteSaver | None = None
         self._lock = asyncio.Lock()
         self._read_lock = asyncio.Lock()
 
@@ -105,9 +105,11 @@ class SqliteDb:
         self._conn = await connect(self.path, autocommit=True)
         self._read_conn = await connect(self.path, autocommit=True, read_only=True)
         self._saver_conn = await connect(self.checkpoint_path, autocommit=False)
-        self.saver = AsyncSqliteSaver(self._saver_conn)
+        self.saver = BatchedSqliteSaver(self._saver_conn)
 
     async def close(self) -> None:
+        if self.saver is not None:
+            await self.saver.writer.close()
         for conn in (self._conn, self._read_conn, self._saver_conn):
             if conn is not None:
                 await conn.close()
