@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from outlast.store import Lease, RunStatus, Store, WaitSpec, sqlite_db
-from outlast.store import postgres as pg_module
+from outlast.store import pg_tx
 from outlast.vocabulary import WaitKind
 from tests.harness import serve
 from tests.util import new_run
@@ -25,7 +25,7 @@ from tests.util import new_run
 def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Every named statement sent through a Tx of either backend, by name."""
     sent: Counter[str] = Counter()
-    for tx_class in (sqlite_db.SqliteTx, pg_module._PgTx):
+    for tx_class in (sqlite_db.SqliteTx, pg_tx.PgTx):
         original = tx_class.rows
 
         async def counted(
