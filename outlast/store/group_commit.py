@@ -44,6 +44,10 @@ from outlast.store.base import EventDraft, EventLender, Lease
 from outlast.store.batcher import Batcher, Statement
 
 FENCE = "SELECT outlast_fence(%s, %s, %s)"
+FENCE_MANY = (
+    "SELECT count(outlast_fence(r, w, e))"
+    " FROM unnest(%s::uuid[], %s::text[], %s::bigint[]) AS f (r, w, e)"
+)
 FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
 
 # The store's append for a lease and a batch as (statement, parameters): a statement
@@ -117,15 +121,18 @@ class GroupCommit:
         carriers: list[tuple[_Write, psycopg.AsyncCursor[Any]]],
     ) -> None:
         async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+            # One statement fences every lease of the batch whose write carries no
+            # events: its row locks hold until the commit, so they cover each write
+            # that follows; a carried append fences its own write (queries.sql).
+            fenced = {w.lease for w in batch if w.lease is not None and not w.lent}
+            if fenced:
+                await cur.execute(FENCE_MANY, _columns(fenced))
             for write in batch:
                 lease = write.lease
                 if write.lent and lease is not None:
-                    # the carried append fences the write itself (queries.sql)
                     carried = conn.cursor(row_factory=dict_row)
                     await carried.execute(*self._append(lease, write.lent))
                     carriers.append((write, carried))
-                elif lease is not None:
-                    await cur.execute(FENCE, (lease.run_id, lease.worker_id, lease.epoch))
                 for st in write.statements:
                     if st.many:
                         await cur.executemany(st.sql, st.params)
@@ -142,6 +149,15 @@ class _Rolledback(Exception):
     def __init__(self, error: psycopg.Error) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def _columns(leases: set[Lease]) -> tuple[list[str], list[str], list[int]]:
+    ordered = sorted(leases, key=lambda lease: lease.run_id)  # one lock order for all
+    return (
+        [lease.run_id for lease in ordered],
+        [lease.worker_id for lease in ordered],
+        [lease.epoch for lease in ordered],
+    )
 
 
 def _settle(batch: list[_Write], seqs: dict[int, int | None]) -> None:
