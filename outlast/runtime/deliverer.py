@@ -12,9 +12,9 @@ lapses, and the next worker sends it with the same ``webhook-id``. The receiver 
 see a delivery twice, never two ids for one event. A receiver that answered after the
 claim lapsed, while another worker already had it, is recorded but moves nothing.
 
-Woken by the trigger's NOTIFY (Postgres) and by run status changes (every backend: a
-terminal or waiting run is most of what is subscribed to), and at least every
-``webhook_poll`` seconds, or sooner when a retry is due.
+Woken by the trigger's NOTIFY (Postgres), or by run status changes where deliveries are
+not announced (SQLite: a terminal or waiting run is most of what is subscribed to), and
+at least every ``webhook_poll`` seconds, or sooner when a retry is due.
 """
 
 from __future__ import annotations
@@ -80,9 +80,11 @@ class Deliverer:
         return self.settings.webhook_timeout + CLAIM_MARGIN
 
     async def run(self) -> None:
+        # Every status change woke every deliverer for two queries, for nothing where
+        # new deliveries announce themselves.
+        channels = (WEBHOOKS,) if self.store.announces_deliveries else (WEBHOOKS, STATUS)
         off = [
-            self.store.hub.subscribe(channel, lambda _key: self._wake.set())
-            for channel in (WEBHOOKS, STATUS)
+            self.store.hub.subscribe(channel, lambda _key: self._wake.set()) for channel in channels
         ]
         # Redirects are not followed; the pool is shared by every attempt of the loop.
         limits = httpx.Limits(max_connections=self.settings.webhook_concurrency)

@@ -183,6 +183,7 @@ class PostgresStore(
             raise StoreUnavailable(str(exc)) from exc
 
     carries_events = True
+    announces_deliveries = True
 
     def checkpointer(
         self, lease: Lease | None = None, events: EventLender | None = None

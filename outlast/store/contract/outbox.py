@@ -20,6 +20,11 @@ from outlast.store.outbox import Claimed, Delivery, NewWebhook, Outcome, Webhook
 
 
 class OutboxStore(Protocol):
+    # Whether new deliveries announce themselves (Postgres: the trigger's NOTIFY
+    # outlast_webhooks reaches every worker); where they do not (SQLite), a deliverer
+    # looks again at each run's status change, which is when most deliveries appear.
+    announces_deliveries: bool = False
+
     @abc.abstractmethod
     async def create_webhook(self, new: NewWebhook) -> tuple[Webhook, bool]:
         """Store a subscription; its deliveries start with the next matching event.
