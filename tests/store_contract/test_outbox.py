@@ -183,6 +183,9 @@ async def test_a_claim_that_lapsed_is_claimed_again_with_the_same_id(
 async def test_settling_records_each_attempt_and_only_the_holder_moves_it(
     store: Store, hooks: Hooks
 ) -> None:
+    # nothing pending: no time at which to look again (a deliverer told 0 would poll
+    # without pause)
+    assert await store.next_delivery_in() is None
     hook = await hooks.add(EventType.RUN_COMPLETED)
     await hooks.finished()
     (first,) = await hooks.mine("a", hold=0)

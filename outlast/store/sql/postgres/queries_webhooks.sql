@@ -98,8 +98,10 @@ WHERE id = %(id)s
 RETURNING *;
 
 -- name: dl_next_due
--- Seconds until the next pending delivery is due.
-SELECT greatest(0, extract(epoch FROM (min(next_at) - now()))) AS seconds
+-- Seconds until the next pending delivery is due; NULL when none is pending (not 0:
+-- greatest() ignores a NULL, and a deliverer told 0 polls without pause).
+SELECT CASE WHEN min(next_at) IS NOT NULL
+            THEN greatest(0, extract(epoch FROM (min(next_at) - now()))) END AS seconds
 FROM outlast_deliveries WHERE status IN ('pending', 'delivering');
 
 -- name: dl_count
