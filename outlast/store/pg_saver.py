@@ -28,16 +28,15 @@ if all succeeded and rolled back whole if one failed; the server skips whatever 
 a failed statement. So the fences, the writes and the commit leave in one round trip
 with each fence's verdict decided on the server.
 
-One change to ``aput``: upstream serializes the checkpoint's blobs (in a thread) inside
-its cursor block, so the pooled connection, with the fence's transaction open on the
-server, was held across a thread hop and the event loop's turn to come back to it. Here
-the blobs are serialized first, as upstream's ``aput_writes`` already does, and the
-connection is held for the I/O only.
+One change to ``aput`` and ``aput_writes``: upstream serializes the checkpoint's blobs
+and the task's writes in a thread; here they are serialized on the loop before the write
+is handed over. A step's state is a few kilobytes, cheaper to encode than a thread hop is
+to make: 1.9 ms less server CPU per run of the 10-node graph at 50 in flight
+(bench/results/profiles/issue31-inline-serde-ab.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -105,9 +104,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                 blob_values[k] = copy["channel_values"].pop(k)
         blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
         blobs = (
-            await asyncio.to_thread(
-                self._dump_blobs, thread_id, checkpoint_ns, blob_values, blob_versions
-            )
+            self._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
             if blob_versions
             else None
         )
@@ -147,8 +144,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
         configurable = config["configurable"]
-        params = await asyncio.to_thread(
-            self._dump_writes,
+        params = self._dump_writes(  # on the loop, as aput's blobs
             configurable["thread_id"],
             configurable["checkpoint_ns"],
             configurable["checkpoint_id"],
