@@ -3,6 +3,7 @@
     .venv/bin/python bench/peers.py            # 17 to 27 minutes on 2 cores
     .venv/bin/python bench/peers.py --quick    # under 5 minutes
     .venv/bin/python bench/peers.py --only speed --peers outlast,aegra
+    .venv/bin/python bench/peers.py --only speed --levels 50 --label mine   # peers-mine.md
 
 The peers, each installed and started by this script, serving the graphs of
 bench/peers/langgraph.json (``ten``, ``ask``, ``slow``):
@@ -92,6 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", help=f"comma-separated subset of: {', '.join(ALL_PEERS)}")
     p.add_argument("--levels", help="speed: runs in flight (default 1,10,50,200; --quick 1,10,50)")
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite peers.md")
+    p.add_argument(
+        "--label", help="write peers-LABEL.{json,md}, leaving the full comparison's files be"
+    )
     p.add_argument(
         "--concurrency",
         type=int,
@@ -226,8 +230,9 @@ SECTION: dict[str, Callable[[Any, Stack, dict[str, Any]], Any]] = {
 
 def write(res: dict[str, Any], opts: Any) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "peers.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
-    (RESULTS / "peers.md").write_text(peers_report.markdown(res))
+    name = f"peers-{opts.label}" if opts.label else "peers"
+    (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
+    (RESULTS / f"{name}.md").write_text(peers_report.markdown(res))
 
 
 async def main(argv: list[str] | None = None) -> None:
