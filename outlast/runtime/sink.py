@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 
 from outlast.errors import LeaseLost
 from outlast.retry import RetryPolicy
 from outlast.store import EventDraft, EventStore, Lease
+from outlast.store.rows import dumps
 from outlast.vocabulary import EventType
 
 log = logging.getLogger(__name__)
@@ -230,9 +230,9 @@ def _bounded(draft: EventDraft, max_bytes: int) -> EventDraft:
     """An event too large for the log (a node returning a huge state) is kept as a
     marker with its size and a preview: every client pays for every event, again on each
     replay, and the full value is in the checkpoint anyway."""
-    raw = json.dumps(draft.data, default=str, ensure_ascii=False)
+    raw = dumps(draft.data)  # as the store writes it: kept, so it is encoded once
     if len(raw.encode()) <= max_bytes:
-        return draft
+        return EventDraft(draft.type, draft.data, raw)
     preview = raw[: min(2000, max_bytes // 4)]
     marker = {"truncated": True, "bytes": len(raw.encode()), "preview": preview}
     for key in ("node", "ns", "key", "tool", "status"):

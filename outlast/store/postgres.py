@@ -308,7 +308,7 @@ class PostgresStore(
             **self._lease_params(lease),
             "n": len(events),
             "types": [e.type for e in events],
-            "datas": [dumps(e.data) for e in events],
+            "datas": [e.encoded or dumps(e.data) for e in events],
         }
         return self._q["append"], params
 

@@ -114,10 +114,13 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class EventDraft:
-    """An event before the store gives it its seq."""
+    """An event before the store gives it its seq. ``encoded``: ``data`` as the store
+    writes it (``rows.dumps``), when the sink has encoded it already to weigh it, so that
+    the store does not encode it a second time."""
 
     type: str
     data: dict[str, Any]
+    encoded: str | None = field(default=None, compare=False, repr=False)
 
 
 class EventLender(Protocol):

@@ -267,7 +267,7 @@ class SqliteStore(
                         "run_id": lease.run_id,
                         "seq": first + i,
                         "type": e.type,
-                        "data": dumps(e.data),
+                        "data": e.encoded or dumps(e.data),
                     }
                     for i, e in enumerate(events)
                 ],
