@@ -30,7 +30,7 @@ from outlast.api.context import AppContext
 from outlast.api.schemas import RunSnapshot
 from outlast.api.tail import following, frame_of
 from outlast.errors import InvalidCursor, LimitReached
-from outlast.runtime import metrics
+from outlast.runtime import live, metrics
 from outlast.store import Event, EventStore, Run, RunStore, WaitStore
 from outlast.store.hub import EVENTS, wait_for
 from outlast.vocabulary import Frame, RunStatus, WaitStatus
@@ -153,8 +153,45 @@ async def follow_log(
     transport clock, or a shutdown). Both faces stream from here: one loop, so the seam
     between replay and live tail has no gap and no duplicate (clear the wake-up flag,
     read everything after the cursor, send it, wait)."""
+    items = follow_run(store, run_id, after, max_seconds, stopping, seen)
+    async with contextlib.aclosing(items) as log:
+        async for item in log:
+            if not isinstance(item, live.Follower):
+                yield item
+
+
+class _Wake(asyncio.Event):
+    """What a follower waits on: the hub sets it when the log has news (``news``), the
+    run's producer in this process when it has live chunks (``live``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.news = True  # the first pass reads
+
+    def set(self) -> None:
+        self.news = True
+        super().set()
+
+    def live(self) -> None:
+        super().set()
+
+
+async def follow_run(
+    store: LogStore,
+    run_id: str,
+    after: int,
+    max_seconds: float,
+    stopping: Callable[[], bool] = lambda: False,
+    seen: Follow | None = None,
+    chunks: live.Follower | None = None,
+) -> AsyncGenerator[Event | Gap | live.Follower, None]:
+    """``follow_log``, and ``chunks`` (yielded itself) whenever the run's producer in
+    this process handed it live token chunks: a live chunk costs no read of the log."""
     deadline = time.monotonic() + max_seconds
-    with store.hub.watch(EVENTS, run_id) as wake, following(run_id) as tail:
+    wake = _Wake()
+    with store.hub.watch(EVENTS, run_id, wake), following(run_id) as tail:
+        if chunks is not None:
+            chunks.notify = wake.live
         run = await store.get_run(run_id)
         if run is None:
             return
@@ -172,13 +209,19 @@ async def follow_log(
                 return  # everything, the terminal event included, was pruned
         while True:
             wake.clear()
-            events = await tail.read(store, run_id, cursor, PAGE)
-            for event in events:
-                yield event
-                cursor = event.seq
-                if event.terminal:
-                    return
-            if len(events) == PAGE:
+            if wake.news:
+                wake.news = False
+                events = await tail.read(store, run_id, cursor, PAGE)
+                for event in events:
+                    yield event
+                    cursor = event.seq
+                    if event.terminal:
+                        return
+                if len(events) == PAGE:
+                    wake.news = True
+                    continue
+            if chunks is not None and chunks.chunks:
+                yield chunks
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -191,6 +234,7 @@ async def follow_log(
             if stopping():
                 return
             if not woken:
+                wake.news = True
                 current = await store.get_run(run_id)
                 if current is None or (current.terminal and cursor >= current.last_seq):
                     return
