@@ -51,7 +51,7 @@ class Snapshot:
 
 
 class Producer(Protocol):
-    def snapshot(self) -> Snapshot: ...
+    def snapshot(self, pending: bool = True) -> Snapshot: ...
 
 
 class Follower:
@@ -97,6 +97,13 @@ def follow(run_id: str) -> Iterator[tuple[Follower, Snapshot | None]]:
             group.discard(follower)
             if not group:
                 del _followers[run_id]
+
+
+def progress(run_id: str) -> Snapshot | None:
+    """The run's producer's state now, without its pending chunks: a stream whose
+    snapshot said some flushed chunks were not stored yet asks again."""
+    producer = _producers.get(run_id)
+    return producer.snapshot(pending=False) if producer is not None else None
 
 
 def produce(run_id: str, producer: Producer) -> Callable[[], None]:

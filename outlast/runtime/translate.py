@@ -213,12 +213,16 @@ class Translator:
         for _, _, span in steps.values():
             tracing.end_node(span, interrupted=True)
 
-    def snapshot(self) -> live.Snapshot:
-        """For a stream that starts following this run live (``runtime.live``)."""
-        pending = [c for k, p in self._pending.items() for c in p.chunks(k, self._epoch)]
+    def snapshot(self, pending: bool = True) -> live.Snapshot:
+        """For a stream that follows this run live (``runtime.live``)."""
+        chunks = (
+            [c for k, p in self._pending.items() for c in p.chunks(k, self._epoch)]
+            if pending
+            else []
+        )
+        chunks.sort(key=lambda c: c.n)
         written = self._sink.last_seq if self._sink.settled else None
-        pending.sort(key=lambda c: c.n)
-        return live.Snapshot(self._epoch, self._flushed, written, pending)
+        return live.Snapshot(self._epoch, self._flushed, written, chunks)
 
     def _message(self, data: Any, ns: str) -> None:
         message, meta = data

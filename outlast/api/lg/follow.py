@@ -114,7 +114,7 @@ async def sse(
         return
     if "messages" in wire.modes and cursor > f.lg.from_seq:
         await _prime(ctx, f, cursor, wire)
-    tokens = Tokens(wire, cursor, resume)
+    tokens = Tokens(wire, cursor, resume, lambda: live.progress(f.run.id))
     with contextlib.ExitStack() as stack:
         chunks = None
         # only the run's latest stretch can have chunks still being produced

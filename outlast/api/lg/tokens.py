@@ -23,6 +23,7 @@ wait for their checkpoint write): every event and chunk still reaches the client
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -50,8 +51,15 @@ def seq_part(last_event_id: str) -> str:
 class Tokens:
     """One stream's bookkeeping of the model chunks its client has."""
 
-    def __init__(self, wire: Wire, seq: int, resume: tuple[int, int] | None) -> None:
+    def __init__(
+        self,
+        wire: Wire,
+        seq: int,
+        resume: tuple[int, int] | None,
+        probe: Callable[[], Snapshot | None] = lambda: None,
+    ) -> None:
         self._wire = wire
+        self._probe = probe  # the producer's state now (runtime.live.progress)
         self._seq = seq  # the log's events up to here have reached the client
         self._have: dict[int, int] = {}
         self._got: dict[int, set[int]] = {}  # chunks the client has beyond `have`
@@ -133,6 +141,9 @@ class Tokens:
         snap = self._snap
         if snap is None:
             return
+        if snap.written_upto is None and snap.flushed >= 0:
+            # some were still being written: the state now says as much, or more
+            snap = self._snap = self._probe() or snap
         if snap.flushed < 0 or (snap.written_upto is not None and self._seq >= snap.written_upto):
             have = self._have.get(snap.epoch, -1)
             self._have[snap.epoch] = _advance(
