@@ -185,21 +185,19 @@ async def follow_run(
     seen: Follow | None = None,
     chunks: live.Follower | None = None,
 ) -> AsyncGenerator[Event | Gap | live.Follower, None]:
-    """``follow_log``, and ``chunks`` (yielded itself) whenever the run's producer in
-    this process handed it live token chunks: a live chunk costs no read of the log."""
+    """``follow_log``, and ``chunks`` (itself) when the run's producer in this process
+    handed it token chunks (``runtime.live``): a live chunk costs no read of the log."""
     deadline = time.monotonic() + max_seconds
     wake = _Wake()
     with store.hub.watch(EVENTS, run_id, wake), following(run_id) as tail:
-        if chunks is not None:
-            chunks.notify = wake.live
+        chunks = chunks if chunks is not None else live.Follower()  # a queue nobody fills
+        chunks.notify = wake.live
         run = await store.get_run(run_id)
-        if run is None:
+        if run is None or (run.terminal and after >= run.last_seq):
             return
         cursor = after
         if seen is not None:
             seen.connected_at = run.last_seq
-        if run.terminal and cursor >= run.last_seq:
-            return
         first = await store.first_retained_seq(run_id)
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
@@ -220,16 +218,15 @@ async def follow_run(
                 if len(events) == PAGE:
                     wake.news = True
                     continue
-            if chunks is not None and chunks.chunks:
+            if chunks.chunks:
                 yield chunks
                 continue
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return  # the transport clock ran out; the client resumes from its cursor
-            # Asked before waiting too: a wake-up published before this pass cleared
-            # `wake` would otherwise be lost until the safety re-read.
-            if stopping():
-                return  # the server is shutting down: a clean end, the client resumes
+            # the transport clock ran out, or the server shuts down (asked before waiting
+            # too: a wake-up published before this pass cleared `wake` would be lost until
+            # the safety re-read): a clean end, the client resumes from its cursor
+            if remaining <= 0 or stopping():
+                return
             woken = await wait_for(wake, min(remaining, SAFETY_REREAD))
             if stopping():
                 return
