@@ -146,3 +146,40 @@ async def test_the_legacy_mode_goes_on_from_what_the_client_had() -> None:
             message = json.loads(str(frame.data))[0]
             partial[message["id"]] = message["content"]
     assert partial == _whole(events)
+
+
+async def test_a_legacy_rejoin_knows_the_unflushed_chunks_the_client_had() -> None:
+    """Chunks 2 and 3 went live to the client, which was cut before they were flushed;
+    its rejoin's ``messages/partial`` goes on from all it had, chunk 4 included."""
+    log = _Log()
+    translator = Translator(cast(EventSink, log), 3600, None, Lease("r", "w", 7))
+
+    def say(n: int) -> None:
+        chunk = AIMessageChunk(content=f"c{n} ", id="m")
+        translator.feed({"type": "messages", "ns": (), "data": (chunk, {})})
+
+    with live.follow("r") as (first, snap):
+        assert snap is not None
+        tokens = Tokens(_wire({"messages"}), 0, None)
+        tokens.joined(snap)
+        for n in (0, 1):
+            say(n)
+        frames = tokens.live(first.take())
+        translator.flush_messages()
+        frames += tokens.event(log.events[0])
+        for n in (2, 3):
+            say(n)
+        frames += tokens.live(first.take())
+    last = str(frames[-1].id)
+    assert last == "1.7.3"
+    say(4)  # made while the client is away
+    wire = _wire({"messages"})
+    wire.prime(log.events[0])
+    with live.follow("r") as (_, snap):
+        assert snap is not None
+        again = Tokens(wire, int(seq_part(last)), live_part(last))
+        again.joined(snap)
+        rest = again.live([])
+    translator.close()
+    (partial,) = [json.loads(str(f.data))[0] for f in rest if f.event == "messages/partial"]
+    assert partial["content"] == "c0 c1 c2 c3 c4 "

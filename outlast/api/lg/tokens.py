@@ -67,6 +67,7 @@ class Tokens:
         # log up to `seq`: the ids say so
         self._ahead: tuple[int, int] | None = resume
         self._primed = resume  # reached the client on an earlier connection
+        self._primed_n: set[int] = set()  # of those, the ones `messages/partial` knows
         self._held: dict[tuple[int, int], Chunk] = {}
         self._snap: Snapshot | None = None
         if resume is not None:
@@ -114,13 +115,22 @@ class Tokens:
         if len(send) == len(numbers):
             out = self._wire.frames(event, self.ident())
         else:
-            primed = self._primed
-            if primed is not None and primed[0] == epoch:
-                before = [n for n in numbers if n <= primed[1] and n not in send]
-                if before:
-                    self._wire.prime_data(_part(data, before))
+            self._prime(epoch, [n for n in numbers if n not in send], data)
             out = self._wire.message_frames(_part(data, send), self.ident()) if send else []
         return out + self._drain()
+
+    def _prime(self, epoch: int, numbers: list[int], data: dict[str, Any]) -> bool:
+        """What the client got before this connection, for ``messages/partial`` (once:
+        an unflushed chunk is primed as the stream learns of it, and again met in the
+        log). False: not the client's from before."""
+        primed = self._primed
+        if primed is None or primed[0] != epoch:
+            return False
+        numbers = [n for n in numbers if n <= primed[1] and n not in self._primed_n]
+        if numbers:
+            self._primed_n.update(numbers)
+            self._wire.prime_data(_part(data, numbers))
+        return True
 
     def _caught_up(self, epoch: int, low: int, numbers: list[int]) -> None:
         """The log up to this event holds every chunk that went live, or not yet."""
@@ -162,6 +172,11 @@ class Tokens:
                 continue
             got = self._got.setdefault(chunk.epoch, set())
             if chunk.n <= have or chunk.n in got:
+                # the client had it before this connection: `messages/partial` learns it
+                # once every flushed chunk before it has been read (the snapshot settled)
+                if self._snap is not None and self._primes(chunk):
+                    continue
+                self._prime(chunk.epoch, [chunk.n], _chunk_data(chunk))
                 del self._held[key]
                 continue
             if chunk.n != have + 1:
@@ -171,6 +186,10 @@ class Tokens:
             self._ahead = (chunk.epoch, chunk.n)
             out.extend(self._wire.message_frames(_chunk_data(chunk), self.ident()))
         return out
+
+    def _primes(self, chunk: Chunk) -> bool:
+        primed = self._primed
+        return primed is not None and primed[0] == chunk.epoch and chunk.n <= primed[1]
 
 
 def _advance(have: int, got: set[int]) -> int:
@@ -189,6 +208,8 @@ def _chunk_data(chunk: Chunk) -> dict[str, Any]:
         "ns": chunk.ns,
         "content": chunk.text,
         "tool_call_chunks": chunk.tool_call_chunks,
+        "epoch": chunk.epoch,
+        "n": [chunk.n],
     }
 
 
