@@ -167,7 +167,9 @@ class Settings(BaseSettings):
     message_flush_interval: float = Field(
         default=0.1,
         ge=0,
-        description="model token chunks are coalesced into one event per interval",
+        description="model token chunks are coalesced into one log event per interval "
+        "(LangGraph-face streams of a run executing in the same process get each chunk at "
+        "once)",
     )
     event_carry_window: float = Field(
         default=0.02,

@@ -143,7 +143,8 @@ EVENT_MEANINGS: dict[EventType, str] = {
     EventType.NODE_UPDATED: "a node task finished: its name, namespace and state update, "
     "once per task",
     EventType.MESSAGE_DELTA: "model output streamed by a node, coalesced per "
-    "`OUTLAST_MESSAGE_FLUSH_INTERVAL`",
+    "`OUTLAST_MESSAGE_FLUSH_INTERVAL` (`epoch` and `n`: the numbers of the chunks it holds, "
+    "which a stream of the LangGraph face may have sent live already)",
     EventType.CUSTOM: "what a node wrote with LangGraph's stream writer (`data`, `ns`)",
     EventType.STREAM: "a LangGraph stream part kept for the LangGraph face (the modes only it "
     "serves: `tasks`, `checkpoints`, `debug`, `events`, …)",

@@ -8,6 +8,9 @@
 - ``multi``: two parallel interrupts in one step (a resume map by interrupt id).
 - ``slow``: ``configurable.steps`` steps of ``configurable.delay`` seconds each.
 - ``fail``: raises ``ValueError("kaboom")``.
+- ``gated``: ``chat`` whose model streams chunk k+1 only once the file ``go-<k>`` exists in
+  the folder ``configurable.gate``: a test opens the gate after its client saw chunk k.
+  ``made-<k>`` appears there once chunk k was handed on.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -242,3 +246,38 @@ def _build_context() -> Any:
 
 
 context = _build_context()
+
+
+class _GatedChunks(GenericFakeChatModel):
+    gate: str
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        k = 0
+        async for chunk in super()._astream(*args, **kwargs):
+            if k:
+                opened = Path(self.gate) / f"go-{k - 1}"
+                while not opened.exists():  # the test's client has not seen chunk k-1 yet
+                    await asyncio.sleep(0.01)
+            yield chunk
+            (Path(self.gate) / f"made-{k}").touch()  # chunk k went to LangGraph's stream
+            k += 1
+
+
+async def _gated_model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+    configurable = config.get("configurable", {})
+    words = int(configurable.get("words", 6))
+    text = " ".join(f"t{i}" for i in range(words))
+    model = _GatedChunks(messages=iter([AIMessage(content=text)]), gate=configurable["gate"])
+    reply = await model.ainvoke(state["messages"], config)
+    return {"messages": [reply]}
+
+
+def _build_gated() -> Any:
+    b = StateGraph(MessagesState)
+    b.add_node("model", _gated_model)
+    b.add_edge(START, "model")
+    b.add_edge("model", END)
+    return b.compile()
+
+
+gated = _build_gated()

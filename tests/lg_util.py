@@ -12,6 +12,24 @@ import httpx
 from tests.harness import eventually, sse_events
 
 
+def seq_of(event_id: str) -> tuple[int, int]:
+    """A run stream's event id in order: ``<seq>``, or ``<seq>.<epoch>.<n>`` (a model
+    chunk sent live: the log up to seq, and chunk n)."""
+    seq, *live = event_id.split(".")
+    return int(seq), int(live[1]) if live else -1
+
+
+def reply_of(parts: list[Any]) -> str:
+    """The model's output in a run stream's ``messages`` (messages-tuple) frames."""
+    return "".join(str(p.data[0]["content"]) for p in parts if p.event == "messages")
+
+
+def others(parts: list[Any]) -> list[tuple[str, int, Any]]:
+    """A run stream's frames but the model's chunks (which go live one by one, and
+    coalesced from the log), with the seqs of their ids."""
+    return [(p.event, seq_of(p.id)[0], p.data) for p in parts if p.event != "messages"]
+
+
 @dataclass
 class Follower:
     """A client streaming a slow run in the background: what it has seen so far, and the

@@ -25,7 +25,7 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 from outlast.store import Store
 from tests.browser import CutProxy
 from tests.harness import eventually, make_settings, serve, wait_result, wait_status
-from tests.lg_util import follow_slow, until_status
+from tests.lg_util import follow_slow, others, reply_of, seq_of, until_status
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 SYSTEM_CHAT = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lg_chat"))
@@ -60,20 +60,24 @@ async def test_a_streamed_run_is_the_log_and_rejoins_from_any_event(store: Store
         names = [p.event for p in live]
         assert names[0] == "metadata" and names[-1] == "end"
         assert {"values", "messages", "updates"} <= set(names)
-        ids = [int(p.id) for p in live[1:]]
-        assert ids == sorted(set(ids)), "ids are the log's seqs: strictly increasing"
+        ids = [seq_of(p.id) for p in live[1:]]
+        assert ids == sorted(set(ids)), "ids are the log's seqs (and live chunks): increasing"
         run_id = created[0]["run_id"]
         assert live[0].data["run_id"] == run_id
-        assert live[-2].data["messages"][-1]["content"] == "echo(hi) w0 w1 w2 w3 w4 w5"
+        reply = "echo(hi) w0 w1 w2 w3 w4 w5"
+        assert live[-2].data["messages"][-1]["content"] == reply == reply_of(live)
         chunk, meta = next(p.data for p in live if p.event == "messages")
         assert chunk["type"] == "AIMessageChunk" and meta["langgraph_node"] == "model"
-        # a rejoin from the start, and from the middle, is the same log
-        assert parts(await replay(client, thread["thread_id"], run_id)) == parts(live)
-        middle = live[3]
-        later = await collect(
-            client.runs.join_stream(thread["thread_id"], run_id, last_event_id=middle.id)
-        )
-        assert parts(later) == parts(live)[4:]
+        # a rejoin from the start is the same log (the reply in the pieces the log keeps)
+        whole = await replay(client, thread["thread_id"], run_id)
+        assert others(whole) == others(live) and reply_of(whole) == reply
+        # and from any event, the rest: nothing missing, nothing twice
+        for k in range(1, len(live) - 1):
+            later = await collect(
+                client.runs.join_stream(thread["thread_id"], run_id, last_event_id=live[k].id)
+            )
+            assert others(later) == others(live[k + 1 :])
+            assert reply_of(live[: k + 1]) + reply_of(later) == reply
         # and the same run is an outlast run on /v1
         native = (await srv.client.get(f"/v1/runs/{run_id}")).json()
         assert native["status"] == "completed" and native["thread_id"] == thread["thread_id"]

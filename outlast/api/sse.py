@@ -30,7 +30,7 @@ from outlast.api.context import AppContext
 from outlast.api.schemas import RunSnapshot
 from outlast.api.tail import following, frame_of
 from outlast.errors import InvalidCursor, LimitReached
-from outlast.runtime import metrics
+from outlast.runtime import live, metrics
 from outlast.store import Event, EventStore, Run, RunStore, WaitStore
 from outlast.store.hub import EVENTS, wait_for
 from outlast.vocabulary import Frame, RunStatus, WaitStatus
@@ -153,16 +153,51 @@ async def follow_log(
     transport clock, or a shutdown). Both faces stream from here: one loop, so the seam
     between replay and live tail has no gap and no duplicate (clear the wake-up flag,
     read everything after the cursor, send it, wait)."""
+    items = follow_run(store, run_id, after, max_seconds, stopping, seen)
+    async with contextlib.aclosing(items) as log:
+        async for item in log:
+            if not isinstance(item, live.Follower):
+                yield item
+
+
+class _Wake(asyncio.Event):
+    """What a follower waits on: the hub sets it when the log has news (``news``), the
+    run's producer in this process when it has live chunks (``live``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.news = True  # the first pass reads
+
+    def set(self) -> None:
+        self.news = True
+        super().set()
+
+    def live(self) -> None:
+        super().set()
+
+
+async def follow_run(
+    store: LogStore,
+    run_id: str,
+    after: int,
+    max_seconds: float,
+    stopping: Callable[[], bool] = lambda: False,
+    seen: Follow | None = None,
+    chunks: live.Follower | None = None,
+) -> AsyncGenerator[Event | Gap | live.Follower, None]:
+    """``follow_log``, and ``chunks`` (itself) when the run's producer in this process
+    handed it token chunks (``runtime.live``): a live chunk costs no read of the log."""
     deadline = time.monotonic() + max_seconds
-    with store.hub.watch(EVENTS, run_id) as wake, following(run_id) as tail:
+    wake = _Wake()
+    with store.hub.watch(EVENTS, run_id, wake), following(run_id) as tail:
+        chunks = chunks if chunks is not None else live.Follower()  # a queue nobody fills
+        chunks.notify = wake.live
         run = await store.get_run(run_id)
-        if run is None:
+        if run is None or (run.terminal and after >= run.last_seq):
             return
         cursor = after
         if seen is not None:
             seen.connected_at = run.last_seq
-        if run.terminal and cursor >= run.last_seq:
-            return
         first = await store.first_retained_seq(run_id)
         resume_at = (first - 1) if first is not None else run.last_seq
         if cursor < resume_at:
@@ -172,25 +207,31 @@ async def follow_log(
                 return  # everything, the terminal event included, was pruned
         while True:
             wake.clear()
-            events = await tail.read(store, run_id, cursor, PAGE)
-            for event in events:
-                yield event
-                cursor = event.seq
-                if event.terminal:
-                    return
-            if len(events) == PAGE:
+            if wake.news:
+                wake.news = False
+                events = await tail.read(store, run_id, cursor, PAGE)
+                for event in events:
+                    yield event
+                    cursor = event.seq
+                    if event.terminal:
+                        return
+                if len(events) == PAGE:
+                    wake.news = True
+                    continue
+            if chunks.chunks:
+                yield chunks
                 continue
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return  # the transport clock ran out; the client resumes from its cursor
-            # Asked before waiting too: a wake-up published before this pass cleared
-            # `wake` would otherwise be lost until the safety re-read.
-            if stopping():
-                return  # the server is shutting down: a clean end, the client resumes
+            # the transport clock ran out, or the server shuts down (asked before waiting
+            # too: a wake-up published before this pass cleared `wake` would be lost until
+            # the safety re-read): a clean end, the client resumes from its cursor
+            if remaining <= 0 or stopping():
+                return
             woken = await wait_for(wake, min(remaining, SAFETY_REREAD))
             if stopping():
                 return
             if not woken:
+                wake.news = True
                 current = await store.get_run(run_id)
                 if current is None or (current.terminal and cursor >= current.last_seq):
                     return

@@ -191,7 +191,11 @@ class Execution:
         )
         self._activity = activity
         self._loop = asyncio.get_running_loop()
-        return sink, activity, Translator(sink, self.settings.message_flush_interval, activity)
+        return (
+            sink,
+            activity,
+            Translator(sink, self.settings.message_flush_interval, activity, self.lease),
+        )
 
     async def _outcome(
         self, graph_task: asyncio.Task[Any], sink: EventSink, translator: Translator

@@ -96,6 +96,11 @@ class EventSink:
         self._wake.set()
         self._changed.set()
 
+    @property
+    def settled(self) -> bool:
+        """Everything put so far is stored, at or before ``last_seq``."""
+        return self._idle.is_set() and self.error is None
+
     def step_over(self) -> None:
         """The step the pending events end is over: its checkpoint write comes next, so
         they wait for it (``due_hold`` at most) however long a busy loop takes."""

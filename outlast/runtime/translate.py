@@ -4,6 +4,9 @@
 chunks (``messages``) are coalesced per message into ``message.delta`` events at most
 once per flush interval: a stream of a thousand tokens is a handful of events, not a
 thousand rows. Deltas are flushed before any other event so the log stays in order.
+Each chunk is also handed at once to the streams of this process that follow the run
+(``runtime.live``); the chunks are numbered, and each delta says which it holds, so a
+stream sends every chunk exactly once, live or from the log.
 
 Some parts are not logged as such: ``tasks`` parts start and end a node's tracing span,
 its step-duration metric and its activity lease; a ``custom`` part that carries
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -26,10 +30,10 @@ from langchain_core.messages import AIMessage, BaseMessageChunk
 from outlast import tracing
 from outlast.jsonable import to_jsonable
 from outlast.nodes.activity import ACTIVITY_KEY
-from outlast.runtime import metrics
+from outlast.runtime import live, metrics
 from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink, SinkClosed
-from outlast.store import EventDraft
+from outlast.store import EventDraft, Lease
 from outlast.vocabulary import EventType
 
 
@@ -37,10 +41,42 @@ from outlast.vocabulary import EventType
 class _Pending:
     node: str | None
     ns: str
-    text: list[str] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)  # by chunk
     tool_call_chunks: list[Any] = field(default_factory=list)
-    chunks: int = 0
+    n: list[int] = field(default_factory=list)  # the chunks' numbers in this execution
+    tool_ends: list[int] = field(default_factory=list)  # tool_call_chunks after each chunk
     last: bool = False  # the message is whole: its model said so, or it came whole
+
+    def data(self, message_id: str, epoch: int) -> dict[str, Any]:
+        """The ``message.delta`` of these chunks. ``epoch`` and ``n`` say which chunks it
+        holds (a stream that sent some live sends the others only); ``cuts`` and
+        ``tool_cuts`` (where each chunk ends in ``content`` and ``tool_call_chunks``) let
+        it send them apart."""
+        data: dict[str, Any] = {
+            "id": message_id,
+            "node": self.node,
+            "ns": self.ns,
+            "content": "".join(self.text),
+            "chunks": len(self.n),
+            "epoch": epoch,
+            "n": self.n,
+        }
+        if len(self.n) > 1:
+            data["cuts"] = list(itertools.accumulate(len(t) for t in self.text))
+        if self.tool_call_chunks:
+            data["tool_call_chunks"] = self.tool_call_chunks
+            if len(self.n) > 1:
+                data["tool_cuts"] = self.tool_ends
+        if self.last:
+            data["last"] = True
+        return data
+
+    def chunks(self, message_id: str, epoch: int) -> list[live.Chunk]:
+        tools = [0, *self.tool_ends]
+        return [
+            live.Chunk(epoch, n, message_id, self.node, self.ns, text, self.tool_call_chunks[a:b])
+            for n, text, a, b in zip(self.n, self.text, tools[:-1], tools[1:], strict=True)
+        ]
 
 
 def _text(content: Any) -> str:
@@ -59,9 +95,19 @@ class Translator:
     """One run's stream parts, fed in order, turned into events on its sink."""
 
     def __init__(
-        self, sink: EventSink, flush_interval: float, activity: ActivityTracker | None = None
+        self,
+        sink: EventSink,
+        flush_interval: float,
+        activity: ActivityTracker | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self._sink = sink
+        # the run's chunks go live to this process's streams of it (runtime.live)
+        self._run_id = lease.run_id if lease is not None else None
+        self._epoch = lease.epoch if lease is not None else 0
+        self._next_n = 0  # the next chunk's number
+        self._flushed = -1  # the highest chunk number put on the sink
+        self._unproduce = live.produce(lease.run_id, self) if lease is not None else lambda: None
         self._activity = activity
         self._interval = flush_interval
         self._pending: dict[str, _Pending] = {}
@@ -162,9 +208,21 @@ class Translator:
     def close(self) -> None:
         """End the spans of nodes that never finished (cancelled, drained, crashed); their
         durations are not observed: they did not complete a step."""
+        self._unproduce()
         steps, self._steps = self._steps, {}
         for _, _, span in steps.values():
             tracing.end_node(span, interrupted=True)
+
+    def snapshot(self, pending: bool = True) -> live.Snapshot:
+        """For a stream that follows this run live (``runtime.live``)."""
+        chunks = (
+            [c for k, p in self._pending.items() for c in p.chunks(k, self._epoch)]
+            if pending
+            else []
+        )
+        chunks.sort(key=lambda c: c.n)
+        written = self._sink.last_seq if self._sink.settled else None
+        return live.Snapshot(self._epoch, self._flushed, written, chunks)
 
     def _message(self, data: Any, ns: str) -> None:
         message, meta = data
@@ -181,9 +239,18 @@ class Translator:
         if pending is None:
             pending = _Pending(node=(meta or {}).get("langgraph_node"), ns=ns)
             self._pending[key] = pending
-        pending.text.append(_text(message.content))
-        pending.tool_call_chunks.extend(to_jsonable(getattr(message, "tool_call_chunks", []) or []))
-        pending.chunks += 1
+        text = _text(message.content)
+        tools = to_jsonable(getattr(message, "tool_call_chunks", []) or [])
+        n, self._next_n = self._next_n, self._next_n + 1
+        pending.text.append(text)
+        pending.tool_call_chunks.extend(tools)
+        pending.n.append(n)
+        pending.tool_ends.append(len(pending.tool_call_chunks))
+        group = live.followers(self._run_id) if self._run_id is not None else None
+        if group:
+            chunk = live.Chunk(self._epoch, n, key, pending.node, ns, text, tools)
+            for follower in list(group):
+                follower.push(chunk)
         if getattr(message, "chunk_position", None) == "last":
             pending.last = True
             self.flush_messages()
@@ -204,19 +271,9 @@ class Translator:
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
+        self._flushed = self._next_n - 1
         for message_id, p in pending.items():
-            data: dict[str, Any] = {
-                "id": message_id,
-                "node": p.node,
-                "ns": p.ns,
-                "content": "".join(p.text),
-                "chunks": p.chunks,
-            }
-            if p.tool_call_chunks:
-                data["tool_call_chunks"] = p.tool_call_chunks
-            if p.last:
-                data["last"] = True
-            self._sink.put(EventDraft(EventType.MESSAGE_DELTA, data))
+            self._sink.put(EventDraft(EventType.MESSAGE_DELTA, p.data(message_id, self._epoch)))
 
     def _whole(self, message: Any, meta: Any, ns: str) -> None:
         """A model's reply that was not streamed in chunks (a model without streaming, or

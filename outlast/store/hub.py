@@ -59,8 +59,12 @@ class Hub:
         return lambda: self._interest[channel].remove(hook)
 
     @contextmanager
-    def watch(self, channel: str, key: str = ANY) -> Iterator[asyncio.Event]:
-        event = asyncio.Event()
+    def watch(
+        self, channel: str, key: str = ANY, event: asyncio.Event | None = None
+    ) -> Iterator[asyncio.Event]:
+        """An event set at each notification of ``channel`` (and ``key``): a new one, or
+        ``event`` (a reader that is also woken by something else: its own subclass)."""
+        event = event if event is not None else asyncio.Event()
         self._waiters[(channel, key)].add(event)
         self._gain(channel)
         try:

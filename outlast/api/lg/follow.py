@@ -22,11 +22,13 @@ from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
 from outlast.api.lg.access import Found, Unprocessable, found, read_state, thread_or_404
+from outlast.api.lg.tokens import Tokens, seq_part
 from outlast.api.lg.views import error_of, interrupt_json
-from outlast.api.lg.wire import Wire, base_modes, ends_stretch, frame
-from outlast.api.sse import Gap, follow_log
+from outlast.api.lg.wire import MESSAGE_MODES, Wire, base_modes, ends_stretch, frame
+from outlast.api.sse import Gap, follow_run
 from outlast.errors import OutlastError
 from outlast.jsonable import to_jsonable
+from outlast.runtime import live
 from outlast.runtime.waits import wait_interrupt
 from outlast.store import RunStatus
 from outlast.store.hub import STATUS, wait_for
@@ -39,8 +41,9 @@ _ID = re.compile(r"^\d{1,18}$")
 def cursor_of(last_event_id: str | None, lg_from: int) -> int:
     """``Last-Event-ID`` as a seq of the run's log. ``-1``, ``-``, ``0`` or nothing
     replay the LangGraph run from its start (useStream rejoins with ``-1``); an id this
-    server never sends is refused rather than guessed at."""
-    raw = (last_event_id or "").strip()
+    server never sends is refused rather than guessed at. (An id of a live chunk,
+    ``<seq>.<epoch>.<n>``, is after ``seq``: ``api.lg.tokens``.)"""
+    raw = seq_part((last_event_id or "").strip())
     if raw in _FROM_START:
         return lg_from
     if not _ID.match(raw):
@@ -91,7 +94,10 @@ async def sse(
     modes: list[str],
     subgraphs: bool,
     stopping: Any,
+    resume: tuple[int, int] | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
+    """The stream after ``cursor`` (and, with ``resume``, the live chunks the client got
+    after it: ``api.lg.tokens``)."""
     wire = Wire(
         run_id=f.lg.id,
         thread_id=f.lg.thread_id,
@@ -108,20 +114,34 @@ async def sse(
         return
     if "messages" in wire.modes and cursor > f.lg.from_seq:
         await _prime(ctx, f, cursor, wire)
-    log = follow_log(ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds, stopping)
-    async with contextlib.aclosing(log) as items:
-        async for item in items:
-            if isinstance(item, Gap):
-                for fr in await _gap(ctx, f, item, wire):
+    tokens = Tokens(wire, cursor, resume, lambda: live.progress(f.run.id))
+    with contextlib.ExitStack() as stack:
+        chunks = None
+        # only the run's latest stretch can have chunks still being produced
+        if wire.modes & MESSAGE_MODES and upper is None:
+            chunks, snap = stack.enter_context(live.follow(f.run.id))
+            if snap is not None:
+                tokens.joined(snap)
+        log = follow_run(
+            ctx.store, f.run.id, cursor, ctx.settings.stream_max_seconds, stopping, None, chunks
+        )
+        async with contextlib.aclosing(log) as items:
+            async for item in items:
+                if isinstance(item, live.Follower):
+                    for fr in tokens.live(item.take()):
+                        yield fr
+                    continue
+                if isinstance(item, Gap):
+                    for fr in await _gap(ctx, f, item, wire):
+                        yield fr
+                    continue
+                if upper is not None and item.seq > upper:
+                    yield frame("end", None, upper)
+                    return
+                for fr in tokens.event(item):
                     yield fr
-                continue
-            if upper is not None and item.seq > upper:
-                yield frame("end", None, upper)
-                return
-            for fr in wire.frames(item):
-                yield fr
-            if ends_stretch(item):
-                return
+                if ends_stretch(item):
+                    return
 
 
 async def _prime(ctx: AppContext, f: Found, cursor: int, wire: Wire) -> None:

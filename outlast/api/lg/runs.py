@@ -41,6 +41,7 @@ from outlast.api.lg.follow import (
     wait_until_over,
 )
 from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
+from outlast.api.lg.tokens import live_part
 from outlast.api.lg.views import run_json
 from outlast.store import LgRun, RunStatus
 
@@ -73,10 +74,16 @@ async def _create(
 
 
 def _stream_response(
-    ctx: AppContext, f: Found, cursor: int, modes: list[str], subgraphs: bool, cancel_on_gone: bool
+    ctx: AppContext,
+    f: Found,
+    cursor: int,
+    modes: list[str],
+    subgraphs: bool,
+    cancel_on_gone: bool,
+    resume: tuple[int, int] | None = None,
 ) -> EventSourceResponse:
     shutdown = anyio.Event()
-    events = sse(ctx, f, cursor, modes, subgraphs, shutdown.is_set)
+    events = sse(ctx, f, cursor, modes, subgraphs, shutdown.is_set, resume)
     base, stream_path = _paths(f)
     return EventSourceResponse(
         _watched(ctx, f, events, cancel_on_gone),
@@ -270,7 +277,8 @@ async def join_stream(
     subgraphs = (
         stream_subgraphs if stream_subgraphs is not None else bool(f.lg.kwargs.get("subgraphs"))
     )
-    return _stream_response(ctx, f, cursor, modes, subgraphs, cancel_on_disconnect)
+    resume = live_part(last_event_id)
+    return _stream_response(ctx, f, cursor, modes, subgraphs, cancel_on_disconnect, resume)
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel")

@@ -39,6 +39,9 @@ _CHUNK_DEFAULTS: dict[str, Any] = {
 }
 
 
+# The modes that show model output.
+MESSAGE_MODES = frozenset({"messages", "messages-tuple"})
+
 # The LangGraph status a run has when its stream ends with this event.
 _END_STATUS: dict[str, str] = {
     EventType.RUN_FAILED: "error",
@@ -106,13 +109,8 @@ class Wire:
             name = self._name("updates", data.get("ns", ""))
             if name is not None:
                 out.append(frame(name, {data.get("node"): data.get("update")}, seq))
-        elif event.type == EventType.MESSAGE_DELTA and self.modes & {"messages", "messages-tuple"}:
-            ns = data.get("ns", "")
-            name = self._name("messages", ns)
-            if name is not None and "messages-tuple" in self.modes:
-                out.append(frame(name, self._message(data), seq))
-            if name is not None and "messages" in self.modes:
-                out.extend(self._legacy(data, ns, seq))
+        elif event.type == EventType.MESSAGE_DELTA:
+            out.extend(self.message_frames(data, seq))
         elif event.type == EventType.CUSTOM and "custom" in self.modes:
             name = self._name("custom", data.get("ns", ""))
             if name is not None:
@@ -123,6 +121,21 @@ class Wire:
             out.append(frame("error", payload, seq))
         if ends_stretch(event):
             out.append(frame("end", {"status": _END_STATUS.get(event.type, "success")}, seq))
+        return out
+
+    def message_frames(self, data: dict[str, Any], seq: Any) -> list[ServerSentEvent]:
+        """The frames of model output: a ``message.delta``, part of one, or a live chunk."""
+        if not self.modes & MESSAGE_MODES:
+            return []
+        ns = data.get("ns", "")
+        name = self._name("messages", ns)
+        if name is None:
+            return []
+        out = []
+        if "messages-tuple" in self.modes:
+            out.append(frame(name, self._message(data), seq))
+        if "messages" in self.modes:
+            out.extend(self._legacy(data, ns, seq))
         return out
 
     def _stream_payload(self, mode: str, data: dict[str, Any]) -> Any:
@@ -158,8 +171,14 @@ class Wire:
     def prime(self, event: Event) -> None:
         """A rejoin from the middle of a message: what it had said before the cursor, so
         ``messages/partial`` goes on from there rather than from the cut."""
-        if event.type == EventType.MESSAGE_DELTA and "messages" in self.modes:
-            self._accumulate(event.data)
+        if event.type == EventType.MESSAGE_DELTA:
+            self.prime_data(event.data)
+
+    def prime_data(self, data: dict[str, Any]) -> None:
+        """Model output the client has (from before the cursor, or sent live to it on an
+        earlier connection), for what ``messages/partial`` says next."""
+        if "messages" in self.modes:
+            self._accumulate(data)
 
     def _accumulate(self, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         key = str(data.get("id"))
