@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from outlast.store import Lease, RunStatus, Store, WaitSpec, sqlite_db
-from outlast.store import pg_tx
+from outlast.store import Lease, RunStatus, Store, WaitSpec, pg_tx, sqlite_db
 from outlast.vocabulary import WaitKind
 from tests.harness import serve
 from tests.util import new_run
