@@ -1,0 +1,334 @@
+"""Agents in flight: outlast, Aegra and ``langgraph dev`` under load shaped like real agents.
+
+    .venv/bin/python bench/agents.py                   # 100 and 1000 in flight
+    .venv/bin/python bench/agents.py --inflight 100,300
+    .venv/bin/python bench/agents.py --quick           # 20 in flight, about 3 minutes
+
+Each run is the ``agent`` graph of bench/peers/agent.py: four calls of a fake chat model
+(0.5 to 2 s each, streaming 100 stamped tokens over it) and three tool calls (0.1 to 0.5 s
+of asyncio I/O). Every server serves it from bench/peers/langgraph.json and is started as
+bench/peers.py starts it (outlast: one process on a fresh Postgres database; Aegra in its
+Redis mode, in its own venv; ``langgraph dev``), with room to execute every run in flight
+at once (``--concurrency``, the top level by default). Through ``langgraph_sdk`` only, a
+closed loop keeps N runs in flight, each on a new thread with a client on its stream in
+``messages-tuple`` mode, for ``--duration`` seconds; the runs then in flight get ``--drain``
+seconds more, after which they are cut and counted as not completed, and what the server
+still holds of them is read back and cancelled. Results: bench/results/agents.json and
+agents.md (agents_report.py says how each figure was taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import time
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import agents_report
+import benchkit
+import busy
+from benchkit import RESULTS, med, now_iso, pct, r
+from langgraph_sdk.client import LangGraphClient
+from peerkit import Peer, TreeCpu, closed_loop, wait_for
+from peers import Stack, describe
+from peers_speed import sdk
+
+ALL_PEERS = ("outlast", "aegra", "langgraph dev")
+STAMP = re.compile(r"@(\d+\.\d+)~(\d+\.\d+)")
+EXPECTED_TOKENS = 400  # agent.MODEL_CALLS × agent.TOKENS (agent.py imports no bench code)
+ACTIVE = ("pending", "running")
+
+SIZES: list[benchkit.Size] = [
+    ("duration", 60.0, 15.0, "seconds a level keeps starting runs"),
+    ("drain", 60.0, 30.0, "seconds the runs in flight then get before they are cut"),
+    ("repeat", 1, 1, "repetitions of every level; figures are their medians"),
+]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n", 1)[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("--database-url", default=benchkit.ADMIN_URL, help="admin connection")
+    p.add_argument("--redis-url", default="redis://127.0.0.1:6379", help="Redis, for Aegra")
+    p.add_argument("--quick", action="store_true", help="a smoke: 20 in flight, short levels")
+    p.add_argument("--inflight", help="runs in flight, comma-separated (default 100,1000)")
+    p.add_argument("--peers", help=f"comma-separated subset of: {', '.join(ALL_PEERS)}")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help="runs each server executes at once (default: the top level, so that the\n"
+        "servers run every run in flight; lower it to see their queues)",
+    )
+    p.add_argument("--render", action="store_true", help="measure nothing: rewrite agents.md")
+    benchkit.add_sizes(p, SIZES)
+    args = p.parse_args(argv)
+    benchkit.apply_sizes(args, SIZES)
+    levels = args.inflight or ("20" if args.quick else "100,1000")
+    args.inflight = [int(x) for x in levels.split(",")]
+    args.concurrency = args.concurrency or max(args.inflight)
+    args.peers = args.peers.split(",") if args.peers else list(ALL_PEERS)
+    unknown = set(args.peers) - set(ALL_PEERS)
+    if unknown:
+        p.error(f"unknown peers: {', '.join(sorted(unknown))}")
+    return args
+
+
+class RunFailed(Exception):
+    """A run whose stream said it failed, or did not carry the model's tokens."""
+
+
+@dataclass
+class Sink:
+    """What the streams of one level delivered: token delays (receipt − emit, ms), the
+    loop lags the model reported (ms), and the threads of the runs cut at the bound."""
+
+    delays: array[float] = field(default_factory=lambda: array("d"))
+    lags: array[float] = field(default_factory=lambda: array("d"))
+    tokens: int = 0
+    cut: list[str] = field(default_factory=list)
+
+
+async def stream_run(client: LangGraphClient, thread: str, task: str, sink: Sink) -> None:
+    """One run, its client on its stream in ``messages-tuple`` mode to the end."""
+    tokens = 0
+    payload: dict[str, Any] = {"messages": [{"role": "human", "content": task}]}
+    async for part in client.runs.stream(
+        thread, "agent", input=payload, stream_mode="messages-tuple"
+    ):
+        now = time.time()
+        if part.event.startswith("messages") and isinstance(part.data, list) and part.data:
+            for stamp in STAMP.finditer(str(part.data[0].get("content", ""))):
+                sink.delays.append(1000 * (now - float(stamp[1])))
+                sink.lags.append(float(stamp[2]))
+                tokens += 1
+        elif part.event == "error":
+            raise RunFailed(f"error event: {str(part.data)[:100]}")
+    sink.tokens += tokens
+    if tokens != EXPECTED_TOKENS:
+        raise RunFailed(f"{tokens} tokens of {EXPECTED_TOKENS}")
+
+
+def runner(client: LangGraphClient, label: str, deadline: float, sink: Sink) -> Any:
+    """The closed loop's call: a thread, then its run streamed, cut at ``deadline``."""
+    count = 0
+
+    async def one() -> None:
+        nonlocal count
+        count += 1
+        task, thread = f"task {label}-{count}", None
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                thread = (await client.threads.create())["thread_id"]
+                await stream_run(client, thread, task, sink)
+        except TimeoutError:
+            if thread is not None:
+                sink.cut.append(thread)
+            raise
+
+    return one
+
+
+async def leftovers(client: LangGraphClient, threads: list[str]) -> dict[str, Any]:
+    """What the server still held of the runs cut at the bound (their statuses as it
+    reports them), then each one still active cancelled, and how long it took them to go."""
+    statuses: Counter[str] = Counter()
+    active: list[tuple[str, str]] = []
+    for thread in threads:
+        try:
+            runs = await client.runs.list(thread)
+        except Exception as exc:
+            statuses[f"unreadable ({describe(exc)[:60]})"] += 1
+            continue
+        statuses.update(run["status"] for run in runs)
+        statuses["no run"] += not runs
+        active += [(thread, run["run_id"]) for run in runs if run["status"] in ACTIVE]
+    for thread, run_id in active:
+        with contextlib.suppress(Exception):
+            await client.runs.cancel(thread, run_id)
+    t0 = time.monotonic()
+
+    async def gone() -> bool:
+        states = [(await client.runs.get(t, run))["status"] for t, run in active]
+        return not any(s in ACTIVE for s in states)
+
+    ended = await wait_for(gone, 60.0, step=1.0) if active else True
+    return {
+        "statuses": dict(statuses),
+        "cancelled": len(active),
+        "cancel_s": r(time.monotonic() - t0, 1) if active else 0.0,
+        "still_active_after_60s": 0 if ended else len(active),
+    }
+
+
+class RssWatch:
+    """The server tree's RSS every half second while a level runs."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer, self.samples = peer, []
+        self.began = time.monotonic()
+        self._task = asyncio.create_task(self._loop())
+
+    samples: list[tuple[float, int]]
+
+    async def _loop(self) -> None:
+        while True:
+            self.samples.append((time.monotonic() - self.began, self.peer.rss()))
+            await asyncio.sleep(0.5)
+
+    async def stop(self) -> list[tuple[float, int]]:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        return self.samples
+
+
+async def idle_rss(peer: Peer) -> int:
+    samples = []
+    for _ in range(6):
+        samples.append(peer.rss())
+        await asyncio.sleep(0.5)
+    return int(med(samples))
+
+
+def categories(errors: Counter[str]) -> dict[str, int]:
+    """The failures by what the client saw: the server refused (an HTTP error status),
+    the run did not end within the bound, the run failed or lost tokens, or the
+    connection broke."""
+    out = {"refused": 0, "cut_at_bound": 0, "run_failed": 0, "connection": 0}
+    for reason, n in errors.items():
+        if reason.startswith("HTTP "):
+            out["refused"] += n
+        elif reason.startswith("TimeoutError"):
+            out["cut_at_bound"] += n
+        elif reason.startswith("RunFailed"):
+            out["run_failed"] += n
+        else:
+            out["connection"] += n
+    return out
+
+
+async def cell(opts: Any, peer: Peer, level: int, rep: int) -> dict[str, Any]:
+    """One level on one server: the closed loop, what it cost, what was left."""
+    idle = await idle_rss(peer)
+    client = sdk(peer.base, connections=level + 50)
+    sink = Sink()
+    deadline = time.monotonic() + opts.duration + opts.drain
+    rss = RssWatch(peer)
+    meter = TreeCpu(peer).start()
+    loop = await closed_loop(
+        runner(client, f"{level}-{rep}", deadline, sink), 10**9, level, opts.duration
+    )
+    used = meter.stop()
+    samples = await rss.stop()
+    left = await leftovers(client, sink.cut)
+    await client.aclose()
+    done = max(len(loop.latencies), 1)
+    steady = [b for t, b in samples if opts.duration / 2 <= t <= opts.duration] or [idle]
+    return {
+        "runs_per_s": r(loop.rate, 2),
+        "completed": len(loop.latencies),
+        "failed": loop.failed,
+        **categories(loop.errors),
+        "run_p50_s": r(pct(loop.latencies, 50) / 1000, 2),
+        "run_p99_s": r(pct(loop.latencies, 99) / 1000, 2),
+        "token_p50_ms": r(pct(sink.delays, 50), 1),
+        "token_p99_ms": r(pct(sink.delays, 99), 1),
+        "tokens_per_s": r(sink.tokens / max(used["elapsed"], 1e-9), 0),
+        "lag_p50_ms": r(pct(sink.lags, 50), 2),
+        "lag_p99_ms": r(pct(sink.lags, 99), 2),
+        "lag_max_ms": r(max(sink.lags, default=float("nan")), 1),
+        **{f"cpu_{k}_ms": r(1000 * used[k] / done, 1) for k in ("server", "postgres", "redis")},
+        "cpu_client_ms": r(1000 * used["client"] / done, 1),
+        "machine_cores": r(used["machine"] / used["elapsed"], 2),
+        "elapsed_s": r(used["elapsed"], 1),
+        "idle_mib": r(idle / 2**20, 1),
+        "peak_mib": r(max(b for _, b in samples) / 2**20, 1) if samples else None,
+        "rss_peak_per_run_kib": r((max(b for _, b in samples) - idle) / 1024 / level, 1)
+        if samples
+        else None,
+        "rss_steady_per_run_kib": r((med(steady) - idle) / 1024 / level, 1),
+        "errors": dict(loop.errors),
+        "left": left,
+    }
+
+
+def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each figure over the repetitions; the counts and reasons of every
+    repetition kept as they were."""
+    out: dict[str, Any] = {}
+    for key, value in reps[0].items():
+        numbers = [rep[key] for rep in reps if isinstance(rep.get(key), int | float)]
+        if isinstance(value, int | float) and not isinstance(value, bool) and numbers:
+            out[key] = r(med(numbers), 2)
+    out["each"] = [{k: rep[k] for k in ("runs_per_s", "errors", "left")} for rep in reps]
+    return out
+
+
+async def measure(opts: Any, stack: Stack, res: dict[str, Any], watch: busy.Watch) -> None:
+    peers = [p for name in opts.peers if (p := await stack.make(name)) is not None]
+    res["unavailable"] = stack.unavailable
+    cells: dict[str, dict[str, list[dict[str, Any]]]] = {p.name: {} for p in peers}
+    for p in peers:  # warm-up: imports, pools, the graph's first compile
+        client = sdk(p.base)
+        await closed_loop(runner(client, "warm", time.monotonic() + 60, Sink()), 5, 5, 30)
+        await client.aclose()
+    for rep in range(opts.repeat):
+        for level in opts.inflight:
+            shift = (rep + opts.inflight.index(level)) % len(peers)
+            for p in peers[shift:] + peers[:shift]:
+                print(f"  {rep + 1}/{opts.repeat} {level} in flight: {p.name} …", flush=True)
+                c = await cell(opts, p, level, rep)
+                cells[p.name].setdefault(str(level), []).append(c)
+                print(f"    {json.dumps({k: v for k, v in c.items() if k != 'errors'})}")
+                print(f"    errors: {c['errors']}", flush=True)
+                res["peers"] = {
+                    name: {lv: combine(reps) for lv, reps in by.items()}
+                    for name, by in cells.items()
+                }
+                write(res, watch)
+
+
+def write(res: dict[str, Any], watch: busy.Watch | None = None) -> None:
+    """The results so far: a run stopped early still says how loaded the machine was."""
+    if watch is not None and watch.elapsed:
+        cores = watch.others / watch.elapsed
+        res["busy"] = {"others_cores": r(cores), "busy": cores > busy.BUSY_CORES}
+        res["load_average_at_end"] = [r(x) for x in os.getloadavg()]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "agents.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    (RESULTS / "agents.md").write_text(agents_report.markdown(res))
+
+
+async def main(argv: list[str] | None = None) -> None:
+    opts = parse_args(argv)
+    if opts.render:
+        write(json.loads((RESULTS / "agents.json").read_text()))
+        return
+    began = time.monotonic()
+    res: dict[str, Any] = {
+        "taken": now_iso(),
+        "machine": benchkit.machine(),
+        "options": {k: v for k, v in vars(opts).items() if k != "render"},
+        "unavailable": {},
+        "peers": {},
+    }
+    watch = busy.Watch().start()
+    async with contextlib.AsyncExitStack() as exits:
+        await measure(opts, Stack(opts, exits), res, watch)
+    res["busy"] = await watch.stop()
+    res["total_s"] = round(time.monotonic() - began)
+    res["load_average_at_end"] = [r(x) for x in os.getloadavg()]
+    write(res)
+    print(f"wrote {RESULTS / 'agents.md'} in {res['total_s']} s")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
