@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import time
@@ -44,6 +45,7 @@ ALL_PEERS = ("outlast", "aegra", "langgraph dev")
 STAMP = re.compile(r"@(\d+\.\d+)~(\d+\.\d+)")
 EXPECTED_TOKENS = 400  # agent.MODEL_CALLS × agent.TOKENS (agent.py imports no bench code)
 ACTIVE = ("pending", "running")
+QUIET_CORES = 0.15
 
 SIZES: list[benchkit.Size] = [
     ("duration", 60.0, 15.0, "seconds a level keeps starting runs"),
@@ -68,6 +70,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "servers run every run in flight; lower it to see their queues)",
     )
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite agents.md")
+    p.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the levels of the last agents.json and add (or retake) these",
+    )
     benchkit.add_sizes(p, SIZES)
     args = p.parse_args(argv)
     benchkit.apply_sizes(args, SIZES)
@@ -108,10 +115,10 @@ async def stream_run(client: LangGraphClient, thread: str, task: str, sink: Sink
             for stamp in STAMP.finditer(str(part.data[0].get("content", ""))):
                 sink.delays.append(1000 * (now - float(stamp[1])))
                 sink.lags.append(float(stamp[2]))
+                sink.tokens += 1
                 tokens += 1
         elif part.event == "error":
             raise RunFailed(f"error event: {str(part.data)[:100]}")
-    sink.tokens += tokens
     if tokens != EXPECTED_TOKENS:
         raise RunFailed(f"{tokens} tokens of {EXPECTED_TOKENS}")
 
@@ -136,34 +143,47 @@ def runner(client: LangGraphClient, label: str, deadline: float, sink: Sink) -> 
     return one
 
 
+async def each(items: list[Any], fn: Any, width: int = 50) -> list[Any]:
+    """``fn(item)`` for every item, ``width`` at a time; a failure is returned, not raised."""
+    gate = asyncio.Semaphore(width)
+
+    async def one(item: Any) -> Any:
+        async with gate:
+            return await fn(item)
+
+    return await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
+
+
 async def leftovers(client: LangGraphClient, threads: list[str]) -> dict[str, Any]:
     """What the server still held of the runs cut at the bound (their statuses as it
-    reports them), then each one still active cancelled, and how long it took them to go."""
+    reports them), then each one still active cancelled, and how long it took them to go
+    (both bounded: an overloaded server may answer slowly)."""
     statuses: Counter[str] = Counter()
     active: list[tuple[str, str]] = []
-    for thread in threads:
-        try:
-            runs = await client.runs.list(thread)
-        except Exception as exc:
-            statuses[f"unreadable ({describe(exc)[:60]})"] += 1
+    for thread, runs in zip(threads, await each(threads, client.runs.list), strict=True):
+        if isinstance(runs, BaseException):
+            statuses[f"unreadable ({describe(runs)[:60]})"] += 1
             continue
-        statuses.update(run["status"] for run in runs)
-        statuses["no run"] += not runs
+        statuses.update([str(run["status"]) for run in runs] or ["no run"])
         active += [(thread, run["run_id"]) for run in runs if run["status"] in ACTIVE]
-    for thread, run_id in active:
-        with contextlib.suppress(Exception):
-            await client.runs.cancel(thread, run_id)
+    await each(active, lambda pair: client.runs.cancel(*pair))
     t0 = time.monotonic()
 
     async def gone() -> bool:
-        states = [(await client.runs.get(t, run))["status"] for t, run in active]
-        return not any(s in ACTIVE for s in states)
+        states = await each(active, lambda pair: client.runs.get(*pair))
+        active[:] = [
+            pair
+            for pair, run in zip(list(active), states, strict=True)
+            if isinstance(run, BaseException) or run["status"] in ACTIVE
+        ]
+        return not active
 
+    cancelled = len(active)
     ended = await wait_for(gone, 60.0, step=1.0) if active else True
     return {
         "statuses": dict(statuses),
-        "cancelled": len(active),
-        "cancel_s": r(time.monotonic() - t0, 1) if active else 0.0,
+        "cancelled": cancelled,
+        "cancel_s": r(time.monotonic() - t0, 1) if cancelled else 0.0,
         "still_active_after_60s": 0 if ended else len(active),
     }
 
@@ -188,6 +208,20 @@ class RssWatch:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         return self.samples
+
+
+async def quiet(peer: Peer, limit: float = 180.0) -> float:
+    """Seconds until the server's tree and database use under ``QUIET_CORES`` (over 2 s),
+    at most ``limit``: a server still working off the last level's load would take the
+    next server's cores."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        meter = TreeCpu(peer).start()
+        await asyncio.sleep(2.0)
+        used = meter.stop()
+        if sum(used[k] for k in ("server", "postgres", "redis")) / used["elapsed"] < QUIET_CORES:
+            break
+    return r(time.monotonic() - t0, 1)
 
 
 async def idle_rss(peer: Peer) -> int:
@@ -230,8 +264,8 @@ async def cell(opts: Any, peer: Peer, level: int, rep: int) -> dict[str, Any]:
     samples = await rss.stop()
     left = await leftovers(client, sink.cut)
     await client.aclose()
-    done = max(len(loop.latencies), 1)
-    steady = [b for t, b in samples if opts.duration / 2 <= t <= opts.duration] or [idle]
+    left["quiet_after_s"] = await quiet(peer)
+    done = len(loop.latencies) or math.nan  # no run completed: no cost per run
     return {
         "runs_per_s": r(loop.rate, 2),
         "completed": len(loop.latencies),
@@ -244,19 +278,28 @@ async def cell(opts: Any, peer: Peer, level: int, rep: int) -> dict[str, Any]:
         "tokens_per_s": r(sink.tokens / max(used["elapsed"], 1e-9), 0),
         "lag_p50_ms": r(pct(sink.lags, 50), 2),
         "lag_p99_ms": r(pct(sink.lags, 99), 2),
-        "lag_max_ms": r(max(sink.lags, default=float("nan")), 1),
+        "lag_max_ms": r(max(sink.lags, default=math.nan), 1),
         **{f"cpu_{k}_ms": r(1000 * used[k] / done, 1) for k in ("server", "postgres", "redis")},
         "cpu_client_ms": r(1000 * used["client"] / done, 1),
+        "server_cores": r(used["server"] / used["elapsed"], 2),
         "machine_cores": r(used["machine"] / used["elapsed"], 2),
         "elapsed_s": r(used["elapsed"], 1),
-        "idle_mib": r(idle / 2**20, 1),
-        "peak_mib": r(max(b for _, b in samples) / 2**20, 1) if samples else None,
-        "rss_peak_per_run_kib": r((max(b for _, b in samples) - idle) / 1024 / level, 1)
-        if samples
-        else None,
-        "rss_steady_per_run_kib": r((med(steady) - idle) / 1024 / level, 1),
+        **rss_figures(samples, idle, level, opts.duration),
         "errors": dict(loop.errors),
         "left": left,
+    }
+
+
+def rss_figures(samples: list[tuple[float, int]], idle: int, level: int, duration: float) -> Any:
+    """Idle and peak RSS, and per run in flight: peak − idle, and steady (the median over
+    the second half of the time runs were started) − idle."""
+    peak = max((b for _, b in samples), default=idle)
+    steady = [b for t, b in samples if duration / 2 <= t <= duration] or [idle]
+    return {
+        "idle_mib": r(idle / 2**20, 1),
+        "peak_mib": r(peak / 2**20, 1),
+        "rss_peak_per_run_kib": r((peak - idle) / 1024 / level, 1),
+        "rss_steady_per_run_kib": r((med(steady) - idle) / 1024 / level, 1),
     }
 
 
@@ -274,25 +317,25 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def measure(opts: Any, stack: Stack, res: dict[str, Any], watch: busy.Watch) -> None:
     peers = [p for name in opts.peers if (p := await stack.make(name)) is not None]
-    res["unavailable"] = stack.unavailable
+    res["unavailable"] |= stack.unavailable
     cells: dict[str, dict[str, list[dict[str, Any]]]] = {p.name: {} for p in peers}
+    earlier = dict(res["peers"])
     for p in peers:  # warm-up: imports, pools, the graph's first compile
         client = sdk(p.base)
         await closed_loop(runner(client, "warm", time.monotonic() + 60, Sink()), 5, 5, 30)
         await client.aclose()
     for rep in range(opts.repeat):
-        for level in opts.inflight:
-            shift = (rep + opts.inflight.index(level)) % len(peers)
+        for i, level in enumerate(opts.inflight):
+            shift = (rep + i) % len(peers)
             for p in peers[shift:] + peers[:shift]:
                 print(f"  {rep + 1}/{opts.repeat} {level} in flight: {p.name} …", flush=True)
                 c = await cell(opts, p, level, rep)
                 cells[p.name].setdefault(str(level), []).append(c)
                 print(f"    {json.dumps({k: v for k, v in c.items() if k != 'errors'})}")
                 print(f"    errors: {c['errors']}", flush=True)
-                res["peers"] = {
-                    name: {lv: combine(reps) for lv, reps in by.items()}
-                    for name, by in cells.items()
-                }
+                for name, by in cells.items():
+                    mine = {lv: combine(reps) for lv, reps in by.items()}
+                    res["peers"][name] = earlier.get(name, {}) | mine
                 write(res, watch)
 
 
@@ -305,6 +348,19 @@ def write(res: dict[str, Any], watch: busy.Watch | None = None) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "agents.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
     (RESULTS / "agents.md").write_text(agents_report.markdown(res))
+
+
+def keep(res: dict[str, Any], prior: dict[str, Any]) -> None:
+    """``--add``: the earlier sessions' levels stay, with how loaded the machine was then."""
+    session = {k: prior.get(k) for k in ("taken", "busy", "total_s", "load_average_at_end")}
+    session["load_average_at_start"] = prior["machine"]["load_average_at_start"]
+    session |= {k: prior["options"][k] for k in ("inflight", "concurrency", "duration", "drain")}
+    res["earlier"] = [*prior.get("earlier", []), session]
+    res["peers"] = prior["peers"]
+    res["unavailable"] = prior.get("unavailable", {})
+    mine = res["options"]["inflight"]
+    res["options"]["inflight"] = sorted(set(mine) | set(prior["options"]["inflight"]))
+    res["options"]["taken_now"] = mine
 
 
 async def main(argv: list[str] | None = None) -> None:
@@ -320,6 +376,8 @@ async def main(argv: list[str] | None = None) -> None:
         "unavailable": {},
         "peers": {},
     }
+    if opts.add and (RESULTS / "agents.json").exists():
+        keep(res, json.loads((RESULTS / "agents.json").read_text()))
     watch = busy.Watch().start()
     async with contextlib.AsyncExitStack() as exits:
         await measure(opts, Stack(opts, exits), res, watch)

@@ -4,6 +4,7 @@ how every figure was taken."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ Cell = dict[str, Any]
 
 
 def _cpu(c: Cell) -> float:
-    return float(sum(c.get(f"cpu_{k}_ms", 0.0) for k in ("server", "postgres", "redis")))
+    return float(sum(c.get(f"cpu_{k}_ms", math.nan) for k in ("server", "postgres", "redis")))
 
 
 def _failures(c: Cell) -> str:
@@ -40,6 +41,8 @@ def _left(c: Cell) -> str:
         if statuses:
             still = left.get("still_active_after_60s")
             texts.append(statuses + (f" ({still} still active 60 s after cancel)" if still else ""))
+        if left.get("quiet_after_s", 0) > 5:
+            texts.append(f"busy {left['quiet_after_s']:.0f} s after the level")
     return "; ".join(texts) or "—"
 
 
@@ -98,8 +101,11 @@ ROWS: list[Row] = [
         lambda c: c.get("rss_peak_per_run_kib"),
     ),
     (
-        "cores busy (the machine's 2, anything's); client CPU per run",
-        lambda c: f"{_num(c.get('machine_cores'), 2)}; {_num(c.get('cpu_client_ms'))} ms",
+        "cores busy: the server's; the machine's 2 (anything's); client CPU per run",
+        lambda c: (
+            f"{_num(c.get('server_cores'), 2)}; {_num(c.get('machine_cores'), 2)}; "
+            f"{_num(c.get('cpu_client_ms'))} ms"
+        ),
         None,
     ),
 ]
@@ -148,8 +154,32 @@ def header(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def sessions(res: dict[str, Any]) -> list[str]:
+    """With ``--add``: which levels each session took, and how loaded the machine was."""
+    out = []
+    for s in res.get("earlier", []):
+        busy = s.get("busy") or {}
+        out.append(
+            f"- {', '.join(map(str, s['inflight']))} in flight: taken {s['taken']}, up to "
+            f"{s['concurrency']} runs at once, {s['duration']:.0f} s + {s['drain']:.0f} s; "
+            f"load average {s['load_average_at_start']} → {s.get('load_average_at_end')}; "
+            f"other tenants {busy.get('others_cores', '?')} cores"
+            + (" (**busy**)" if busy.get("busy") else "")
+        )
+    if out:
+        now = res["options"].get("taken_now", res["options"]["inflight"])
+        out = [
+            f"The header is the session that took {', '.join(map(str, now))} in flight; "
+            "earlier sessions kept with `--add`:",
+            "",
+            *out,
+            "",
+        ]
+    return out
+
+
 def markdown(res: dict[str, Any]) -> str:
-    lines = header(res)
+    lines = header(res) + sessions(res)
     if res.get("unavailable"):
         lines += ["Not measured:", ""]
         lines += [f"- {TITLES.get(k, k)}: {v}" for k, v in res["unavailable"].items()]
