@@ -35,17 +35,16 @@ from typing import Any
 import agents_report
 import benchkit
 import busy
+from agents_kit import Watch, idle_rss, leftovers, quiet, rss_figures
 from benchkit import RESULTS, med, now_iso, pct, r
 from langgraph_sdk.client import LangGraphClient
-from peerkit import Peer, TreeCpu, closed_loop, wait_for
-from peers import Stack, describe
+from peerkit import Peer, TreeCpu, closed_loop
+from peers import Stack
 from peers_speed import sdk
 
 ALL_PEERS = ("outlast", "aegra", "langgraph dev")
 STAMP = re.compile(r"@(\d+\.\d+)~(\d+\.\d+)")
 EXPECTED_TOKENS = 400  # agent.MODEL_CALLS × agent.TOKENS (agent.py imports no bench code)
-ACTIVE = ("pending", "running")
-QUIET_CORES = 0.15
 
 SIZES: list[benchkit.Size] = [
     ("duration", 60.0, 15.0, "seconds a level keeps starting runs"),
@@ -143,95 +142,6 @@ def runner(client: LangGraphClient, label: str, deadline: float, sink: Sink) -> 
     return one
 
 
-async def each(items: list[Any], fn: Any, width: int = 50) -> list[Any]:
-    """``fn(item)`` for every item, ``width`` at a time; a failure is returned, not raised."""
-    gate = asyncio.Semaphore(width)
-
-    async def one(item: Any) -> Any:
-        async with gate:
-            return await fn(item)
-
-    return await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
-
-
-async def leftovers(client: LangGraphClient, threads: list[str]) -> dict[str, Any]:
-    """What the server still held of the runs cut at the bound (their statuses as it
-    reports them), then each one still active cancelled, and how long it took them to go
-    (both bounded: an overloaded server may answer slowly)."""
-    statuses: Counter[str] = Counter()
-    active: list[tuple[str, str]] = []
-    for thread, runs in zip(threads, await each(threads, client.runs.list), strict=True):
-        if isinstance(runs, BaseException):
-            statuses[f"unreadable ({describe(runs)[:60]})"] += 1
-            continue
-        statuses.update([str(run["status"]) for run in runs] or ["no run"])
-        active += [(thread, run["run_id"]) for run in runs if run["status"] in ACTIVE]
-    await each(active, lambda pair: client.runs.cancel(*pair))
-    t0 = time.monotonic()
-
-    async def gone() -> bool:
-        states = await each(active, lambda pair: client.runs.get(*pair))
-        active[:] = [
-            pair
-            for pair, run in zip(list(active), states, strict=True)
-            if isinstance(run, BaseException) or run["status"] in ACTIVE
-        ]
-        return not active
-
-    cancelled = len(active)
-    ended = await wait_for(gone, 60.0, step=1.0) if active else True
-    return {
-        "statuses": dict(statuses),
-        "cancelled": cancelled,
-        "cancel_s": r(time.monotonic() - t0, 1) if cancelled else 0.0,
-        "still_active_after_60s": 0 if ended else len(active),
-    }
-
-
-class RssWatch:
-    """The server tree's RSS every half second while a level runs."""
-
-    def __init__(self, peer: Peer) -> None:
-        self.peer, self.samples = peer, []
-        self.began = time.monotonic()
-        self._task = asyncio.create_task(self._loop())
-
-    samples: list[tuple[float, int]]
-
-    async def _loop(self) -> None:
-        while True:
-            self.samples.append((time.monotonic() - self.began, self.peer.rss()))
-            await asyncio.sleep(0.5)
-
-    async def stop(self) -> list[tuple[float, int]]:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        return self.samples
-
-
-async def quiet(peer: Peer, limit: float = 180.0) -> float:
-    """Seconds until the server's tree and database use under ``QUIET_CORES`` (over 2 s),
-    at most ``limit``: a server still working off the last level's load would take the
-    next server's cores."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < limit:
-        meter = TreeCpu(peer).start()
-        await asyncio.sleep(2.0)
-        used = meter.stop()
-        if sum(used[k] for k in ("server", "postgres", "redis")) / used["elapsed"] < QUIET_CORES:
-            break
-    return r(time.monotonic() - t0, 1)
-
-
-async def idle_rss(peer: Peer) -> int:
-    samples = []
-    for _ in range(6):
-        samples.append(peer.rss())
-        await asyncio.sleep(0.5)
-    return int(med(samples))
-
-
 def categories(errors: Counter[str]) -> dict[str, int]:
     """The failures by what the client saw: the server refused (an HTTP error status),
     the run did not end within the bound, the run failed or lost tokens, or the
@@ -255,13 +165,13 @@ async def cell(opts: Any, peer: Peer, level: int, rep: int) -> dict[str, Any]:
     client = sdk(peer.base, connections=level + 50)
     sink = Sink()
     deadline = time.monotonic() + opts.duration + opts.drain
-    rss = RssWatch(peer)
+    watch = Watch(peer)
     meter = TreeCpu(peer).start()
     loop = await closed_loop(
         runner(client, f"{level}-{rep}", deadline, sink), 10**9, level, opts.duration
     )
     used = meter.stop()
-    samples = await rss.stop()
+    await watch.stop()
     left = await leftovers(client, sink.cut)
     await client.aclose()
     left["quiet_after_s"] = await quiet(peer)
@@ -284,34 +194,23 @@ async def cell(opts: Any, peer: Peer, level: int, rep: int) -> dict[str, Any]:
         "server_cores": r(used["server"] / used["elapsed"], 2),
         "machine_cores": r(used["machine"] / used["elapsed"], 2),
         "elapsed_s": r(used["elapsed"], 1),
-        **rss_figures(samples, idle, level, opts.duration),
+        "client_lag_p99_ms": r(pct(watch.lags, 99), 1),
+        **rss_figures(watch.samples, idle, level, opts.duration),
         "errors": dict(loop.errors),
         "left": left,
     }
 
 
-def rss_figures(samples: list[tuple[float, int]], idle: int, level: int, duration: float) -> Any:
-    """Idle and peak RSS, and per run in flight: peak − idle, and steady (the median over
-    the second half of the time runs were started) − idle."""
-    peak = max((b for _, b in samples), default=idle)
-    steady = [b for t, b in samples if duration / 2 <= t <= duration] or [idle]
-    return {
-        "idle_mib": r(idle / 2**20, 1),
-        "peak_mib": r(peak / 2**20, 1),
-        "rss_peak_per_run_kib": r((peak - idle) / 1024 / level, 1),
-        "rss_steady_per_run_kib": r((med(steady) - idle) / 1024 / level, 1),
-    }
-
-
 def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The median of each figure over the repetitions; the counts and reasons of every
-    repetition kept as they were."""
+    """The median of each figure over the repetitions (a figure a repetition could not
+    take, such as CPU per run with none completed, left out); every repetition kept."""
     out: dict[str, Any] = {}
     for key, value in reps[0].items():
-        numbers = [rep[key] for rep in reps if isinstance(rep.get(key), int | float)]
-        if isinstance(value, int | float) and not isinstance(value, bool) and numbers:
-            out[key] = r(med(numbers), 2)
-    out["each"] = [{k: rep[k] for k in ("runs_per_s", "errors", "left")} for rep in reps]
+        numbers = [x for rep in reps if isinstance(x := rep.get(key), int | float)]
+        numbers = [x for x in numbers if not math.isnan(x)]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = r(med(numbers), 2) if numbers else math.nan
+    out["each"] = reps
     return out
 
 
@@ -319,7 +218,9 @@ async def measure(opts: Any, stack: Stack, res: dict[str, Any], watch: busy.Watc
     peers = [p for name in opts.peers if (p := await stack.make(name)) is not None]
     res["unavailable"] |= stack.unavailable
     cells: dict[str, dict[str, list[dict[str, Any]]]] = {p.name: {} for p in peers}
-    earlier = dict(res["peers"])
+    for name, by in res["peers"].items():  # --add: a level taken again has more repetitions
+        for level, old in by.items():
+            cells.setdefault(name, {})[level] = list(old["each"])
     for p in peers:  # warm-up: imports, pools, the graph's first compile
         client = sdk(p.base)
         await closed_loop(runner(client, "warm", time.monotonic() + 60, Sink()), 5, 5, 30)
@@ -333,9 +234,10 @@ async def measure(opts: Any, stack: Stack, res: dict[str, Any], watch: busy.Watc
                 cells[p.name].setdefault(str(level), []).append(c)
                 print(f"    {json.dumps({k: v for k, v in c.items() if k != 'errors'})}")
                 print(f"    errors: {c['errors']}", flush=True)
-                for name, by in cells.items():
-                    mine = {lv: combine(reps) for lv, reps in by.items()}
-                    res["peers"][name] = earlier.get(name, {}) | mine
+                res["peers"] = {
+                    name: {lv: combine(reps) for lv, reps in by.items()}
+                    for name, by in cells.items()
+                }
                 write(res, watch)
 
 

@@ -234,6 +234,8 @@ HOW = """\
   the level.
 - **Event-loop lag**: the overshoot of the model's `asyncio.sleep` before each token,
   inside the server process, on the loop that runs the graph; carried in the token too.
+  The client's own lag (the overshoot of a 50 ms sleep, all through the level) says how
+  much of the token delay is the client's: a token waits that long to be read at most.
 - **CPU per run**: user + system time of the server's process tree, of the Postgres
   backends of its database, and of Redis (Aegra only), over the level, ÷ the runs
   completed. `client` is the bench's own process (parsing every token's event), which
