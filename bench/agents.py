@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/agents.py                   # 100 and 1000 in flight
     .venv/bin/python bench/agents.py --inflight 100,300
-    .venv/bin/python bench/agents.py --quick           # 20 in flight, about 3 minutes
+    .venv/bin/python bench/agents.py --quick           # 20 in flight, about 2 minutes
 
 Each run is the ``agent`` graph of bench/peers/agent.py: four calls of a fake chat model
 (0.5 to 2 s each, streaming 100 stamped tokens over it) and three tool calls (0.1 to 0.5 s
@@ -205,10 +205,10 @@ def combine(reps: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the repetitions (a figure a repetition could not
     take, such as CPU per run with none completed, left out); every repetition kept."""
     out: dict[str, Any] = {}
-    for key, value in reps[0].items():
-        numbers = [x for rep in reps if isinstance(x := rep.get(key), int | float)]
-        numbers = [x for x in numbers if not math.isnan(x)]
-        if isinstance(value, int | float) and not isinstance(value, bool):
+    for key in dict.fromkeys(k for rep in reps for k in rep):  # a later rep may add figures
+        values = [rep[key] for rep in reps if key in rep]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            numbers = [v for v in values if not math.isnan(v)]
             out[key] = r(med(numbers), 2) if numbers else math.nan
     out["each"] = reps
     return out
@@ -256,7 +256,8 @@ def keep(res: dict[str, Any], prior: dict[str, Any]) -> None:
     """``--add``: the earlier sessions' levels stay, with how loaded the machine was then."""
     session = {k: prior.get(k) for k in ("taken", "busy", "total_s", "load_average_at_end")}
     session["load_average_at_start"] = prior["machine"]["load_average_at_start"]
-    session |= {k: prior["options"][k] for k in ("inflight", "concurrency", "duration", "drain")}
+    session |= {k: prior["options"][k] for k in ("concurrency", "duration", "drain")}
+    session["inflight"] = prior["options"].get("taken_now", prior["options"]["inflight"])
     res["earlier"] = [*prior.get("earlier", []), session]
     res["peers"] = prior["peers"]
     res["unavailable"] = prior.get("unavailable", {})

@@ -88,6 +88,11 @@ ROWS: list[Row] = [
         lambda c: c.get("lag_p99_ms"),
     ),
     (
+        "the client's own event-loop lag p99",
+        lambda c: f"{_num(c['client_lag_p99_ms'])} ms" if "client_lag_p99_ms" in c else "—",
+        None,
+    ),
+    (
         "CPU per run: server + Postgres + Redis",
         lambda c: (
             f"**{_num(_cpu(c))}** ms ({_num(c.get('cpu_server_ms'))} + "
@@ -146,8 +151,8 @@ def header(res: dict[str, Any]) -> list[str]:
         f"start {m['load_average_at_start']}, at the end {res.get('load_average_at_end')}; "
         f"{flag}. Total {res.get('total_s', '?')} s. Each level: runs started for "
         f"{opts['duration']:.0f} s, then {opts['drain']:.0f} s to finish; every server "
-        f"executes up to {opts['concurrency']} runs at once; median of {opts['repeat']} "
-        "repetition(s). Reproduce: `.venv/bin/python bench/agents.py"
+        f"executes up to {opts['concurrency']} runs at once. Reproduce: "
+        "`.venv/bin/python bench/agents.py"
         + (" --quick" if opts.get("quick") else " --inflight " + ",".join(map(str, levels)))
         + "`.",
         "",
@@ -189,7 +194,9 @@ def markdown(res: dict[str, Any]) -> str:
     for level in map(str, res["options"]["inflight"]):
         if not any(level in peers[n] for n in names):
             continue
-        lines += [f"## {int(level):,} runs in flight", ""]
+        reps = max(len(peers[n].get(level, {}).get("each", [])) for n in names)
+        plural = "s" * (reps > 1)
+        lines += [f"## {int(level):,} runs in flight (median of {reps} repetition{plural})", ""]
         if "outlast" in names and len(names) > 1:
             lines += [RATIOS, ""]
         lines += level_table(peers, names, level)
