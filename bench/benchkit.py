@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -128,7 +128,7 @@ def free_port() -> int:
 # -- the database ------------------------------------------------------------------------
 
 
-async def admin(url: str, statement: sql.Composable) -> None:
+async def admin(url: str, statement: sql.Composed) -> None:
     async with await psycopg.AsyncConnection.connect(
         url, autocommit=True, connect_timeout=5
     ) as conn:
@@ -273,14 +273,15 @@ class Outlast(Process):
 
 class DevServer(Process):
     """LangGraph's local dev server (``langgraph dev``, the in-memory runtime) on graphs of
-    bench/graphs.py. It keeps its state in ``.langgraph_api/`` of its working directory,
-    so it runs in a temporary folder with a langgraph.json of absolute paths."""
+    bench/graphs.py (or ``source``), or on the given ``{name: "path:attr"}`` of absolute
+    paths. It keeps its state in ``.langgraph_api/`` of its working directory, so it runs
+    in a temporary folder with a langgraph.json of absolute paths."""
 
     name = "langgraph dev"
 
     def __init__(
         self,
-        graphs: Sequence[str],
+        graphs: Sequence[str] | Mapping[str, str],
         jobs: int,
         *,
         source: Path = BENCH / "graphs.py",
@@ -291,10 +292,12 @@ class DevServer(Process):
         # there); a temporary one goes with it.
         self.folder = None if folder else tempfile.TemporaryDirectory(prefix="outlast-bench-dev-")
         folder = folder or Path(self.folder.name)  # type: ignore[union-attr]
-        config = {
-            "graphs": {g: f"{source}:{g}" for g in graphs},
-            "dependencies": [str(source.parent)],
-        }
+        if isinstance(graphs, Mapping):
+            specs = dict(graphs)
+        else:
+            specs = {g: f"{source}:{g}" for g in graphs}
+        folders = {str(Path(spec.rsplit(":", 1)[0]).parent) for spec in specs.values()}
+        config = {"graphs": specs, "dependencies": sorted(folders)}
         (folder / "langgraph.json").write_text(json.dumps(config, indent=2))
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import os
 import re
 import time
@@ -36,6 +37,13 @@ PEERS = BENCH / "peers"
 _TICKS = os.sysconf("SC_CLK_TCK")
 PEER_GRAPHS = PEERS / "langgraph.json"
 TERMINAL = frozenset({"success", "error", "timeout", "interrupted"})
+
+
+def peer_graphs() -> dict[str, str]:
+    """The graphs of bench/peers/langgraph.json as ``{name: "absolute path:attr"}``: what
+    a server that takes no langgraph.json of ours (``langgraph dev``) is given."""
+    graphs = json.loads(PEER_GRAPHS.read_text())["graphs"]
+    return {name: str(PEERS / spec.removeprefix("./")) for name, spec in graphs.items()}
 
 
 @dataclass

@@ -46,7 +46,7 @@ import peers_faults
 import peers_report
 import peers_speed
 from benchkit import RESULTS, DevServer, Outlast, now_iso, temp_database
-from peerkit import PEER_GRAPHS, PEERS, Peer
+from peerkit import PEER_GRAPHS, Peer, peer_graphs
 
 ARTIFACTS = benchkit.BENCH.parent / ".artifacts" / "peers"
 ALL_PEERS = ("outlast", "outlast ×2", "aegra", "langgraph dev")
@@ -149,13 +149,7 @@ class Stack:
                 folder = Path(self.exits.enter_context(tempfile.TemporaryDirectory()))
 
                 def dev(port: int) -> DevServer:
-                    return DevServer(
-                        ["ten", "ask", "slow"],
-                        jobs=top,
-                        source=PEERS / "graphs.py",
-                        port=port,
-                        folder=folder,
-                    )
+                    return DevServer(peer_graphs(), jobs=top, port=port, folder=folder)
 
                 peer = Peer(name, dev, durable=False)
             else:
@@ -238,8 +232,8 @@ def write(res: dict[str, Any], opts: Any) -> None:
 async def main(argv: list[str] | None = None) -> None:
     opts = parse_args(argv)
     if opts.render:
-        res = json.loads((RESULTS / "peers.json").read_text())
-        (RESULTS / "peers.md").write_text(peers_report.markdown(res))
+        taken = json.loads((RESULTS / "peers.json").read_text())
+        (RESULTS / "peers.md").write_text(peers_report.markdown(taken))
         return
     began = time.monotonic()
     res: dict[str, Any] = {
