@@ -264,7 +264,8 @@ async def main(argv: list[str] | None = None) -> None:
     res["total_s"] = round(time.monotonic() - began)
     res["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     write(res, opts)
-    print(f"wrote {RESULTS / 'peers.md'} in {res['total_s']} s")
+    name = f"peers-{opts.label}" if opts.label else "peers"
+    print(f"wrote {RESULTS / name}.md in {res['total_s']} s")
 
 
 if __name__ == "__main__":
