@@ -234,9 +234,10 @@ HOW = """\
   thread's runs (their statuses are reported: `pending` is still queued, `running` still
   executing), and those still active are cancelled before the next server's turn.
 - **Token delay**: the model writes `time.time()` into the text of each token it emits
-  (`" @<emit>~<lag>"`: outlast's `messages-tuple` events carry the content of the chunks
-  it coalesces every `OUTLAST_MESSAGE_FLUSH_INTERVAL`, 0.1 s by default, and not their
-  metadata, so the text is what survives every server); the client, on the same machine
+  (`" @<emit>~<lag>"`: outlast's `messages-tuple` events carry the content of the chunks,
+  each one live from the process that runs the model, or coalesced per
+  `OUTLAST_MESSAGE_FLUSH_INTERVAL` when replayed from the log, and not their metadata,
+  so the text is what survives every server); the client, on the same machine
   and clock, takes receipt − emit for every token it gets. p50/p99 over every token of
   the level.
 - **Event-loop lag**: the overshoot of the model's `asyncio.sleep` before each token,
