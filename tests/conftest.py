@@ -8,13 +8,15 @@ those tests skip, unless ``OUTLAST_REQUIRE_POSTGRES=1`` (set by ``.ci/run``): th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from outlast.store import Store
+from outlast.store import Store, pg_tx, sqlite_db
 from outlast.store.postgres import PostgresStore
 from tests.harness import ADMIN_URL, create_database, open_pg, open_sqlite
 
@@ -79,3 +81,21 @@ async def pg(pg_url: str) -> AsyncIterator[PostgresStore]:
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """Every named statement sent through a Tx of either backend, by name."""
+    sent: Counter[str] = Counter()
+    for tx_class in (sqlite_db.SqliteTx, pg_tx.PgTx):
+        original = tx_class.rows
+
+        async def counted(
+            self: Any, name: str, _original: Any = original, **params: Any
+        ) -> list[Mapping[str, Any]]:
+            sent[name] += 1
+            rows: list[Mapping[str, Any]] = await _original(self, name, **params)
+            return rows
+
+        monkeypatch.setattr(tx_class, "rows", counted)
+    yield sent

@@ -9,33 +9,11 @@ named statements the shared code sends through each backend's ``Tx``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from typing import Any
 
-import pytest
-
-from outlast.store import Lease, RunStatus, Store, WaitSpec, pg_tx, sqlite_db
+from outlast.store import Lease, RunStatus, Store, WaitSpec
 from outlast.vocabulary import WaitKind
 from tests.harness import serve
 from tests.util import new_run
-
-
-@pytest.fixture
-def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Every named statement sent through a Tx of either backend, by name."""
-    sent: Counter[str] = Counter()
-    for tx_class in (sqlite_db.SqliteTx, pg_tx.PgTx):
-        original = tx_class.rows
-
-        async def counted(
-            self: Any, name: str, _original: Any = original, **params: Any
-        ) -> list[Mapping[str, Any]]:
-            sent[name] += 1
-            rows: list[Mapping[str, Any]] = await _original(self, name, **params)
-            return rows
-
-        monkeypatch.setattr(tx_class, "rows", counted)
-    yield sent
 
 
 async def _park(store: Store, n: int) -> dict[str, str]:

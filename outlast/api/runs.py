@@ -176,9 +176,10 @@ async def run_result(
 ) -> JSONResponse:
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
-    run = await get_run_or_404(ctx, run_id)
-    if not run.terminal and wait > 0:
-        run = await ctx.runs.settled(run.id, min(wait, ctx.settings.result_wait_max)) or run
+    if wait > 0:
+        run = await ctx.runs.get_settled(run_id, min(wait, ctx.settings.result_wait_max))
+    else:
+        run = await get_run_or_404(ctx, run_id)
     body = (await snapshot(ctx, run)).model_dump(mode="json")
     if run.terminal:
         return JSONResponse(body, status_code=200)

@@ -122,16 +122,38 @@ class RunService:
     async def settled(self, run_id: str, at_most: float) -> Run | None:
         """The run once it is terminal, or as it is after ``at_most`` seconds (None: it
         is gone). Watched before it is read, so a change between the two is not missed."""
+        with self.store.hub.watch(STATUS, run_id) as changed:
+            run = await self.store.get_run(run_id)
+            return None if run is None else await self._until_terminal(run, changed, at_most)
+
+    async def get_settled(self, run_id: str, at_most: float) -> Run:
+        """``get`` (the caller's run, or ``RunNotFound``), then ``settled``: the one read
+        both need is made inside the watch, not once for each (a ``result?wait`` read
+        the run three times for what two reads tell)."""
+        try:
+            key = str(uuid.UUID(run_id))
+        except ValueError:
+            raise RunNotFound(f"no run {run_id!r}") from None
+        with self.store.hub.watch(STATUS, key) as changed:
+            run = await self.get(key)
+            return await self._until_terminal(run, changed, at_most) or run
+
+    async def _until_terminal(self, run: Run, changed: asyncio.Event, at_most: float) -> Run | None:
+        """Read again at each status change of ``run`` until it is terminal or
+        ``at_most`` seconds have passed; None when it is gone meanwhile."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + at_most
-        with self.store.hub.watch(STATUS, run_id) as changed:
-            while True:
-                run = await self.store.get_run(run_id)
-                remaining = deadline - loop.time()
-                if run is None or run.terminal or remaining <= 0:
-                    return run
-                await wait_for(changed, min(remaining, 5.0))
-                changed.clear()
+        current: Run | None = run
+        while current is not None and not current.terminal:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            woke = await wait_for(changed, min(remaining, 5.0))
+            if not woke and loop.time() >= deadline:
+                break  # nothing changed: what was read is what it is
+            changed.clear()  # a change, or the safety net's look every 5 s
+            current = await self.store.get_run(run.id)
+        return current
 
     # -- accepting -------------------------------------------------------------------
 
