@@ -84,10 +84,15 @@ class Batcher(Generic[T]):
             raise
 
     async def close(self) -> None:
+        """Stop the writer: the batch in flight and every write still waiting are
+        cancelled, so no caller waits for a writer that is gone."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        pending, self._pending = self._pending, []
+        for entry in pending:
+            entry.done.cancel()
 
     async def _loop(self) -> None:
         while True:

@@ -125,7 +125,10 @@ class GroupCommit:
             # events: its row locks hold until the commit, so they cover each write
             # that follows; a carried append fences its own write (queries.sql).
             fenced = {w.lease for w in batch if w.lease is not None and not w.lent}
-            if fenced:
+            if len(fenced) == 1:  # a run alone: three scalars cost less to send than arrays
+                (only,) = fenced
+                await cur.execute(FENCE, (only.run_id, only.worker_id, only.epoch))
+            elif fenced:
                 await cur.execute(FENCE_MANY, _columns(fenced))
             for write in batch:
                 lease = write.lease
