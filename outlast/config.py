@@ -254,7 +254,7 @@ class Settings(BaseSettings):
     )
     pg_dead_peer_timeout: float = Field(
         default=10.0,
-        ge=1,
+        ge=2,
         description="seconds in which a Postgres connection whose network went silent is "
         "found dead (a statement fails, a listener reconnects); the database URL's own "
         "keepalives, tcp_user_timeout and connect_timeout win",

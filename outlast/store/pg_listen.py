@@ -106,6 +106,7 @@ class Listener:
     async def stop(self) -> None:
         self._stopped = True
         self._unhook()
+        self._unhook = lambda: None  # stopping twice is harmless
         if self._retire is not None:
             self._retire.cancel()
         for task in (self._task, self._events):
