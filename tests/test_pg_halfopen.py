@@ -118,8 +118,8 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+def _ip(command: str) -> None:
+    subprocess.run(["ip", *command.split()], check=True, capture_output=True, timeout=30)
 
 
 @dataclass(frozen=True)
@@ -133,11 +133,11 @@ class Link:
 
     def cut(self) -> None:
         for ip in (self.client_ip, self.host_ip):
-            _ip("-n", self.router, "route", "add", "blackhole", f"{ip}/32")
+            _ip(f"-n {self.router} route add blackhole {ip}/32")
 
     def heal(self) -> None:
         for ip in (self.client_ip, self.host_ip):
-            _ip("-n", self.router, "route", "del", "blackhole", f"{ip}/32")
+            _ip(f"-n {self.router} route del blackhole {ip}/32")
 
 
 def _need_netns() -> None:
@@ -158,38 +158,26 @@ def link() -> Iterator[Link]:
     link = Link(f"olc{tag}", f"olr{tag}", f"{net}.2", f"{net}.6")
     ns, router = link.ns, link.router
     try:
-        _ip("netns", "add", ns)
-        _ip("netns", "add", router)
-        _ip(
-            "link",
-            "add",
-            f"oa{tag}",
-            "netns",
-            ns,
-            "type",
-            "veth",
-            "peer",
-            f"ob{tag}",
-            "netns",
-            router,
-        )
-        _ip("link", "add", f"oc{tag}", "netns", router, "type", "veth", "peer", f"od{tag}")
-        _ip("-n", ns, "addr", "add", f"{net}.2/30", "dev", f"oa{tag}")
-        _ip("-n", router, "addr", "add", f"{net}.1/30", "dev", f"ob{tag}")
-        _ip("-n", router, "addr", "add", f"{net}.5/30", "dev", f"oc{tag}")
-        _ip("addr", "add", f"{net}.6/30", "dev", f"od{tag}")
-        for where, dev in (
-            (ns, "lo"),
-            (ns, f"oa{tag}"),
-            (router, f"ob{tag}"),
-            (router, f"oc{tag}"),
+        for command in (
+            f"netns add {ns}",
+            f"netns add {router}",
+            f"link add oa{tag} netns {ns} type veth peer ob{tag} netns {router}",
+            f"link add oc{tag} netns {router} type veth peer od{tag}",
+            f"-n {ns} addr add {net}.2/30 dev oa{tag}",
+            f"-n {router} addr add {net}.1/30 dev ob{tag}",
+            f"-n {router} addr add {net}.5/30 dev oc{tag}",
+            f"addr add {net}.6/30 dev od{tag}",
+            f"-n {ns} link set lo up",
+            f"-n {ns} link set oa{tag} up",
+            f"-n {router} link set ob{tag} up",
+            f"-n {router} link set oc{tag} up",
+            f"link set od{tag} up",
+            f"-n {ns} route add default via {net}.1",
+            f"route add {net}.0/30 via {net}.5",
         ):
-            _ip("-n", where, "link", "set", dev, "up")
-        _ip("link", "set", f"od{tag}", "up")
-        _ip("-n", ns, "route", "add", "default", "via", f"{net}.1")
-        _ip("route", "add", f"{net}.0/30", "via", f"{net}.5")
-        forward = "echo 1 > /proc/sys/net/ipv4/ip_forward"
-        _ip("netns", "exec", router, "sh", "-c", forward)
+            _ip(command)
+        forward = ["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"]
+        subprocess.run(["ip", "netns", "exec", router, *forward], check=True, timeout=30)
         yield link
     finally:
         for name in (ns, router):  # their veths go with them, and the host's route
@@ -296,6 +284,7 @@ async def probe(link: Link, pg_url: str) -> AsyncIterator[Any]:
         await relay.close()
 
 
+@pytest.mark.slow  # a process in a namespace of its own
 async def test_a_statement_on_a_half_open_connection_fails_within_the_bound(
     link: Link, probe: Any
 ) -> None:
@@ -310,6 +299,7 @@ async def test_a_statement_on_a_half_open_connection_fails_within_the_bound(
     assert said["after"] < NOTICED_WITHIN, said
 
 
+@pytest.mark.slow  # a process in a namespace of its own
 async def test_an_idle_connection_is_found_dead_within_the_bound(link: Link, probe: Any) -> None:
     """Keepalives: a pooled connection that waits for nothing is aborted by the kernel,
     and its next checkout fails at once instead of after the bound."""
@@ -322,6 +312,7 @@ async def test_an_idle_connection_is_found_dead_within_the_bound(link: Link, pro
     assert said["dead"] < NOTICED_WITHIN, said
 
 
+@pytest.mark.slow  # a process in a namespace of its own
 async def test_a_listener_notices_a_half_open_link_and_wakes_its_readers_once_it_heals(
     link: Link, probe: Any
 ) -> None:
@@ -339,6 +330,7 @@ async def test_a_listener_notices_a_half_open_link_and_wakes_its_readers_once_it
     assert "woken" in said, said
 
 
+@pytest.mark.slow  # a process in a namespace of its own
 async def test_the_listener_checks_a_silent_connection_itself(link: Link, probe: Any) -> None:
     """With keepalives and the user timeout off in the URL (the operator's choice wins,
     or a proxy in the path answers keepalives), the listener's round trip notices."""
