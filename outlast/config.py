@@ -252,6 +252,13 @@ class Settings(BaseSettings):
     pool_max_size: int = Field(
         default=10, ge=1, description="Postgres connections of a process's pool, at most"
     )
+    pg_dead_peer_timeout: float = Field(
+        default=10.0,
+        ge=2,
+        description="seconds in which a Postgres connection whose network went silent is "
+        "found dead (a statement fails, a listener reconnects); the database URL's own "
+        "keepalives, tcp_user_timeout and connect_timeout win",
+    )
 
     # Push notifications (runtime/deliverer.py).
     secret_keys: SecretStr | None = Field(

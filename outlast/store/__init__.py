@@ -100,6 +100,7 @@ def make_store(settings: Settings, options: StoreOptions | None = None) -> Store
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
             options=options,
+            dead_peer_timeout=settings.pg_dead_peer_timeout,
         )
     if url and not url.startswith("sqlite:///"):
         raise ValueError(

@@ -16,6 +16,13 @@ process follows a run (or something subscribed to the channel), and for ``linger
 after the last one ends (streams come and go in bursts; a connection costs a round trip or
 three to open). When it starts listening it wakes every stream, which reads the table
 again: a step written before the ``LISTEN`` took hold is read, not missed.
+
+A listening connection only receives, so it cannot tell a quiet database from a dead
+link. TCP keepalives (``pg_conninfo.py``) find a dead peer, but only the peer of the TCP
+connection: a proxy or load balancer in the path answers them for a backend that is gone.
+So a connection that heard nothing for half of ``dead_peer_timeout`` sends a round trip,
+which must answer within the other half: a link that went dead is noticed within
+``dead_peer_timeout`` either way, then the connection is remade and its readers woken.
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
@@ -39,6 +49,7 @@ from outlast.store.hub import (
     WEBHOOKS,
     Hub,
 )
+from outlast.store.pg_conninfo import DEAD_PEER_TIMEOUT, bounded
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +70,17 @@ ALWAYS = tuple(c for c in CHANNELS if c != EVENTS_CHANNEL)
 
 
 class Listener:
-    def __init__(self, url: str, hub: Hub, *, linger: float = 30.0) -> None:
-        self._url = url
+    def __init__(
+        self,
+        url: str,
+        hub: Hub,
+        *,
+        linger: float = 30.0,
+        dead_peer_timeout: float = DEAD_PEER_TIMEOUT,
+    ) -> None:
+        self._conninfo = bounded(url, dead_peer_timeout)
+        self._check_after = dead_peer_timeout / 2  # of silence, then a round trip
+        self._check_within = dead_peer_timeout / 2  # or the link is taken for dead
         self._hub = hub
         self.linger = linger
         self._task: asyncio.Task[None] | None = None
@@ -86,6 +106,7 @@ class Listener:
     async def stop(self) -> None:
         self._stopped = True
         self._unhook()
+        self._unhook = lambda: None  # stopping twice is harmless
         if self._retire is not None:
             self._retire.cancel()
         for task in (self._task, self._events):
@@ -120,7 +141,7 @@ class Listener:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
-                    self._url, autocommit=True
+                    self._conninfo, autocommit=True
                 ) as conn:
                     for channel in channels:
                         await conn.execute(f"LISTEN {channel}")
@@ -128,8 +149,7 @@ class Listener:
                     for channel in channels:
                         self._hub.wake(CHANNELS[channel])
                     backoff.reset()
-                    async for note in conn.notifies():
-                        self._dispatch(note.channel, note.payload)
+                    await self._receive(conn)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection lost: retry, never crash the process
@@ -139,9 +159,46 @@ class Listener:
                 delay = backoff.next()
             await asyncio.sleep(delay)
 
+    async def _receive(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Dispatches notifications until the connection fails, and checks it after each
+        silence of ``_check_after`` seconds. (Notifications that arrive during the check
+        wait in psycopg's backlog for the next ``notifies()``.)"""
+        while True:
+            heard = False
+            async for note in conn.notifies(timeout=self._check_after):
+                heard = True
+                self._dispatch(note.channel, note.payload)
+            if not heard:
+                await self._check(conn)
+
+    async def _check(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """A round trip that fails within ``_check_within`` seconds. Not by cancelling
+        the statement: psycopg would then try to cancel it on the server too, over the
+        same dead link, for up to 10 seconds more. The socket is shut down instead, and
+        the statement fails at once."""
+        loop = asyncio.get_running_loop()
+        late = loop.call_later(self._check_within, _shut_down, conn.pgconn.socket)
+        try:
+            await conn.execute("SELECT 1")
+        except psycopg.OperationalError as exc:
+            if loop.time() < late.when():  # failed by itself, not shut down
+                raise
+            raise psycopg.OperationalError(
+                f"no answer to a health check within {self._check_within:g}s"
+            ) from exc
+        finally:
+            late.cancel()
+
     def _dispatch(self, channel: str, payload: str) -> None:
         hub_channel = CHANNELS.get(channel)
         if hub_channel is None:
             return
         key = payload.split(":", 1)[0] if hub_channel == EVENTS else (payload or "*")
         self._hub.publish(hub_channel, key)
+
+
+def _shut_down(fd: int) -> None:
+    """Ends a socket that libpq still owns (a duplicate descriptor is closed, not its
+    own): its pending reads and writes fail at once, as on a reset."""
+    with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+        sock.shutdown(socket.SHUT_RDWR)

@@ -39,6 +39,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from outlast.store.pg_conninfo import DEAD_PEER_TIMEOUT, bounded
+
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
 CHECK_AFTER_IDLE = 1.0  # seconds in the pool before a checkout pings the server
@@ -97,13 +99,19 @@ class GatedPool(AsyncConnectionPool[Conn]):
 
 
 def make_pool(
-    url: str, *, min_size: int, max_size: int, idle: IdleCheck | None = None
+    url: str,
+    *,
+    min_size: int,
+    max_size: int,
+    idle: IdleCheck | None = None,
+    dead_peer_timeout: float = DEAD_PEER_TIMEOUT,
 ) -> AsyncConnectionPool[Conn]:
     """Autocommit connections with dict rows (what AsyncPostgresSaver needs too, so the
-    checkpointer shares this pool), checked at checkout when stale."""
+    checkpointer shares this pool), checked at checkout when stale, and whose statements
+    fail within ``dead_peer_timeout`` of the link going dead (``pg_conninfo.py``)."""
     idle = idle or IdleCheck()
     return GatedPool(
-        url,
+        bounded(url, dead_peer_timeout),
         min_size=min_size,
         max_size=max_size,
         kwargs={"autocommit": True, "row_factory": dict_row},

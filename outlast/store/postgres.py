@@ -39,6 +39,7 @@ from outlast.store.lgthreads import LangGraphOps
 from outlast.store.options import StoreOptions
 from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.park_ops import ParkOps
+from outlast.store.pg_conninfo import DEAD_PEER_TIMEOUT
 from outlast.store.pg_listen import Listener
 from outlast.store.pg_pool import Conn, make_pool
 from outlast.store.pg_saver import FencedPostgresSaver
@@ -88,8 +89,10 @@ class PostgresStore(
         max_size: int = 10,
         hub: Hub | None = None,
         options: StoreOptions | None = None,
+        dead_peer_timeout: float = DEAD_PEER_TIMEOUT,
     ) -> None:
         self.url = url
+        self.dead_peer_timeout = dead_peer_timeout
         self.options = options or StoreOptions()
         self.hub = hub or Hub()
         self._q = queries("postgres")
@@ -110,7 +113,12 @@ class PostgresStore(
     async def open(self) -> None:
         if self._pool is not None:
             return
-        pool = make_pool(self.url, min_size=self._min_size, max_size=self._max_size)
+        pool = make_pool(
+            self.url,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            dead_peer_timeout=self.dead_peer_timeout,
+        )
         try:
             await pool.open(wait=True, timeout=10)
         except Exception as exc:
@@ -119,7 +127,7 @@ class PostgresStore(
         self._pool = pool
         self._group = GroupCommit(pool, self._carried_statement)
         self._items = await item_backends.open_postgres(pool, self.options)
-        self._listener = Listener(self.url, self.hub)
+        self._listener = Listener(self.url, self.hub, dead_peer_timeout=self.dead_peer_timeout)
         await self._listener.start()
 
     async def close(self) -> None:
