@@ -70,6 +70,16 @@ class StoreUnavailable(OutlastError):
     title = "Store unavailable"
 
 
+class StoreFull(StoreUnavailable):
+    """The disk that holds the store is full: the write failed whole, and the same call
+    succeeds once space is freed (nothing else needs doing). A worker meets it as any
+    store failure: the run stops writing and resumes from its last checkpoint."""
+
+    title = "Store full"
+    # A disk is not freed in a second: a client that honours Retry-After asks less often.
+    retry_after: ClassVar[int] = 5
+
+
 class GraphLoadError(OutlastError):
     """A graph named in langgraph.json (or --graph) could not be imported or built."""
 

@@ -1,7 +1,8 @@
 """Graphs used by the tests (listed in tests/langgraph.json).
 
 ``counted`` logs every node execution to a file so a test can count re-executions, and
-can stop inside a chosen node (once) so a test can kill the worker exactly there.
+can stop inside a chosen node (once) so a test can kill the worker exactly there, or hold
+in one (``gate_at``) until the file ``gate`` exists, each time it runs.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def _counted_node(name: str) -> Any:
                 marker.write_text(name)
                 # Stay inside the node until the test kills this process.
                 await asyncio.sleep(120)
+        if conf.get("gate_at") == name:
+            while not Path(conf["gate"]).exists():
+                await asyncio.sleep(0.02)
         delay = float(conf.get("step_delay", 0))
         if delay:
             await asyncio.sleep(delay)

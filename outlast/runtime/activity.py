@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,8 +27,11 @@ from typing import Any
 from outlast.errors import LeaseLost
 from outlast.runtime import metrics
 from outlast.runtime.looks import Activity
+from outlast.runtime.outcomes import store_failure
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import ActivityStore, EventDraft, Lease
+
+log = logging.getLogger(__name__)
 
 
 class ActivityTracker:
@@ -175,10 +179,21 @@ class ActivityTracker:
         if comparable == self._written:
             return
         self._written = comparable
-        with contextlib.suppress(LeaseLost):  # the sink and the heartbeat report it
+        try:
             await self._store.set_activity(
                 self._lease, view, self._usage() if self._usage else None
             )
+        except LeaseLost:  # the sink and the heartbeat report it
+            pass
+        except Exception as exc:
+            if not store_failure(exc):
+                raise
+            # A full disk, a database gone: the run's own writes stop it (the sink's,
+            # the checkpoint's); an activity is only what it was doing, and is written
+            # again at the next look if the store is back by then.
+            log.warning("activity of %s not written (%s)", self._lease.run_id, exc)
+            self._written = None
+            return
         if view is not None:
             with contextlib.suppress(SinkClosed):
                 self._sink.put(EventDraft("activity", view))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
@@ -35,6 +36,7 @@ from outlast.store.item_index import RankedIndex, Ranker
 from outlast.store.options import StoreOptions
 from outlast.store.pg_pool import Conn
 from outlast.store.sqlfiles import queries
+from outlast.store.sqlite_errors import mapped
 
 
 def ttl_config(options: StoreOptions) -> TTLConfig:
@@ -56,13 +58,15 @@ class PostgresItems(RankedIndex, AsyncPostgresStore):
 class SqliteItems(RankedIndex, AsyncSqliteStore):
     reads_refresh = True
     lists_as_json = True
+    path = Path("checkpoints.db")  # its file, named by a full disk's error
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         given = list(ops)
-        if any(not isinstance(op, PutOp) for op in given):
-            async with self._cursor() as cur:
-                await cur.execute(self.vector_sql["items_expired"])
-        return await super().abatch(given)
+        with mapped(self.path):  # a full disk: StoreFull, as the run store's writes
+            if any(not isinstance(op, PutOp) for op in given):
+                async with self._cursor() as cur:
+                    await cur.execute(self.vector_sql["items_expired"])
+            return await super().abatch(given)
 
 
 def _pg_index(options: StoreOptions) -> PostgresIndexConfig | None:
@@ -92,13 +96,14 @@ async def open_postgres(pool: AsyncConnectionPool[Conn], options: StoreOptions) 
     return items
 
 
-async def open_sqlite(conn: aiosqlite.Connection, options: StoreOptions) -> BaseStore:
+async def open_sqlite(conn: aiosqlite.Connection, options: StoreOptions, path: Path) -> BaseStore:
     """On a connection of its own (autocommit: ``AsyncSqliteStore`` issues its own
     ``BEGIN``/``COMMIT``) to the checkpoints file, not the run store's: items are
     LangGraph's data, like checkpoints, and are written while a node runs, when the run
     store's file is busiest with event appends while the checkpoints file is idle until
     the step ends. No transaction ever needs items and run rows together."""
     items = SqliteItems(conn, ttl=ttl_config(options))
+    items.path = path
     _configure(items, options, "sqlite", ranked=options.index is not None)
     return items
 

@@ -125,7 +125,9 @@ class SqliteStore(
             items_conn = await connect(self.checkpoint_path, autocommit=True)
         except Exception as exc:
             raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
-        self._items = await item_backends.open_sqlite(items_conn, self.options)
+        self._items = await item_backends.open_sqlite(
+            items_conn, self.options, self.checkpoint_path
+        )
 
     async def close(self) -> None:
         if self._items is not None:

@@ -33,6 +33,7 @@ from outlast.store.rows import (
     wait_from_row,
 )
 from outlast.store.sqlfiles import migrations
+from outlast.store.sqlite_errors import mapped
 from outlast.store.sqlite_saver import BatchedSqliteSaver
 
 
@@ -105,7 +106,7 @@ class SqliteDb:
         self._conn = await connect(self.path, autocommit=True)
         self._read_conn = await connect(self.path, autocommit=True, read_only=True)
         self._saver_conn = await connect(self.checkpoint_path, autocommit=False)
-        self.saver = BatchedSqliteSaver(self._saver_conn)
+        self.saver = BatchedSqliteSaver(self._saver_conn, self.checkpoint_path)
 
     async def close(self) -> None:
         if self.saver is not None:
@@ -134,18 +135,20 @@ class SqliteDb:
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """The writing connection in ``BEGIN IMMEDIATE``: committed when the block ends,
         rolled back if it raises."""
+        # A full disk (met at COMMIT, mostly) is raised as StoreFull, once rolled back.
         async with self._lock:
-            # BEGIN inside the try: a task cancelled while it waits for BEGIN (a client
-            # that went away) has still sent it, and must still send the ROLLBACK.
-            try:
-                await self.conn.execute("BEGIN IMMEDIATE")
-                yield self.conn
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                # Also when COMMIT itself fails: never leave the shared connection inside
-                # a transaction (there is none if BEGIN itself failed, busy).
-                await _rollback(self.conn)
-                raise
+            with mapped(self.path):
+                # BEGIN inside the try: a task cancelled while it waits for BEGIN (a
+                # client that went away) has still sent it, and must still ROLLBACK.
+                try:
+                    await self.conn.execute("BEGIN IMMEDIATE")
+                    yield self.conn
+                    await self.conn.execute("COMMIT")
+                except BaseException:
+                    # Also when COMMIT itself fails: never leave the shared connection
+                    # inside a transaction (there is none if BEGIN itself failed, busy).
+                    await _rollback(self.conn)
+                    raise
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[SqliteTx]:
@@ -158,8 +161,9 @@ class SqliteDb:
             # what it began (aiosqlite runs a statement it was handed even if its caller
             # stops waiting).
             try:
-                await conn.execute("BEGIN")
-                yield SqliteTx(self._q, conn)
+                with mapped(self.path):
+                    await conn.execute("BEGIN")
+                    yield SqliteTx(self._q, conn)
             finally:
                 # Nothing to commit; ending it lets WAL checkpoints move past this state.
                 await _rollback(conn)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
@@ -31,6 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from outlast.store.batcher import Batcher, Statement
+from outlast.store.sqlite_errors import mapped
 
 _PUT = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,"
@@ -43,8 +45,9 @@ _WRITES = (
 
 
 class BatchedSqliteSaver(AsyncSqliteSaver):
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         super().__init__(conn)
+        self.path = path
         self.writer: Batcher[Sequence[Statement]] = Batcher(
             self._transaction,
             isolate=lambda exc: isinstance(exc, Exception),
@@ -112,14 +115,15 @@ class BatchedSqliteSaver(AsyncSqliteSaver):
 
     async def _transaction(self, batch: list[Sequence[Statement]]) -> None:
         async with self.lock:
-            try:
-                for statements in batch:
-                    for st in statements:
-                        if st.many:
-                            await self.conn.executemany(st.sql, st.params)
-                        else:
-                            await self.conn.execute(st.sql, st.params)
-                await self.conn.commit()
-            except BaseException:
-                await self.conn.rollback()
-                raise
+            with mapped(self.path):  # a full disk: StoreFull, once rolled back
+                try:
+                    for statements in batch:
+                        for st in statements:
+                            if st.many:
+                                await self.conn.executemany(st.sql, st.params)
+                            else:
+                                await self.conn.execute(st.sql, st.params)
+                    await self.conn.commit()
+                except BaseException:
+                    await self.conn.rollback()
+                    raise
