@@ -7,7 +7,9 @@ is both the event's ``seq`` and its ``event_id``: a client that comes back with 
 ``seq`` it saw as ``since`` gets exactly the events after it, from any process, after any
 restart. Where retention pruned what the cursor points at, the stream says so (an
 unsolicited ``resume_gap`` error with ``min_available_seq``) and sends the thread's current
-``values`` before going on: never a silent hole.
+``values`` before going on: never a silent hole. When the run a ``messages`` stream reads
+executes in this process, its model chunks also go out live, between stored events, with
+places of their own (``tokens.py``, ``cursor.py``).
 """
 
 from __future__ import annotations
