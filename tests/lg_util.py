@@ -99,3 +99,25 @@ async def protocol_frames(
             if until(item.data):
                 break
     return out
+
+
+def same_events(seen: list[dict[str, Any]], replay: list[dict[str, Any]]) -> None:
+    """What a client saw live is what a replay of the log gives: the same events (by
+    event id, with the same data), each once, a model's events in the same order, and
+    ``seq`` strictly increasing along what it saw. (A token sent live has its own place,
+    and may overtake an event stored just before it.)"""
+
+    def events(frames: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            f["event_id"]: (f["method"], f["params"]["namespace"], f["params"]["data"])
+            for f in frames
+        }
+
+    def messages(frames: list[dict[str, Any]]) -> list[str]:
+        return [f["event_id"] for f in frames if f["method"] == "messages"]
+
+    assert len({f["event_id"] for f in seen}) == len(seen)
+    assert events(seen) == events(replay)
+    assert messages(seen) == messages(replay)
+    seqs = [f["seq"] for f in seen]
+    assert seqs == sorted(set(seqs))

@@ -115,3 +115,43 @@ def produce(run_id: str, producer: Producer) -> Callable[[], None]:
             del _producers[run_id]
 
     return done
+
+
+def advance(have: int, got: set[int]) -> int:
+    """The highest chunk up to which every one is had: ``have`` and then those of ``got``
+    that follow it without a hole (taken out of ``got``, as are those below it)."""
+    while have + 1 in got:
+        have += 1
+        got.discard(have)
+    for n in [n for n in got if n <= have]:
+        got.discard(n)
+    return have
+
+
+def chunk_data(chunk: Chunk) -> dict[str, Any]:
+    """A live chunk in the shape of a ``message.delta`` holding it alone."""
+    return {
+        "id": chunk.message_id,
+        "node": chunk.node,
+        "ns": chunk.ns,
+        "content": chunk.text,
+        "tool_call_chunks": chunk.tool_call_chunks,
+        "epoch": chunk.epoch,
+        "n": [chunk.n],
+    }
+
+
+def part(data: dict[str, Any], numbers: list[int]) -> dict[str, Any]:
+    """The chunks ``numbers`` of a ``message.delta``, as one delta."""
+    content: str = data.get("content", "")
+    tools: list[Any] = data.get("tool_call_chunks") or []
+    cuts = data.get("cuts") or [len(content)]
+    # one chunk has no cuts; no tool_cuts: no chunk had tool call chunks, or one did
+    tool_cuts = data.get("tool_cuts") or [len(tools)] * len(data["n"])
+    text: list[str] = []
+    calls: list[Any] = []
+    for k, n in enumerate(data["n"]):
+        if n in numbers:
+            text.append(content[(cuts[k - 1] if k else 0) : cuts[k]])
+            calls.extend(tools[(tool_cuts[k - 1] if k else 0) : tool_cuts[k]])
+    return {**data, "content": "".join(text), "tool_call_chunks": calls}

@@ -60,7 +60,12 @@ from outlast.vocabulary import EventType, RunStatus
 
 def _started(run: Run) -> dict[str, Any]:
     """The data of a claimed run's ``run.started`` (as the Postgres claim builds it)."""
-    return {"status": run.status, "attempt": run.attempts, "worker_id": run.worker_id}
+    return {
+        "status": run.status,
+        "attempt": run.attempts,
+        "worker_id": run.worker_id,
+        "epoch": run.lease_epoch,
+    }
 
 
 async def _claim(

@@ -25,7 +25,7 @@ from outlast.api.lg.follow import requested_modes
 from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.lg.wire import Wire, frame
 from outlast.api.sse import Gap
-from outlast.store import Run
+from outlast.store import Event, Run
 from outlast.store.base import system_assistant_id
 from outlast.vocabulary import Frame
 
@@ -106,7 +106,7 @@ async def _follow_thread(
                     "oldest_available": item.oldest_available,
                 }
                 yield frame(Frame.GAP, gap, f"{item.run.pos}-{item.resume_at}")
-            elif wire is not None:
+            elif wire is not None and isinstance(item, Event):
                 for fr in wire.frames(item, f"{pos}-{item.seq}"):
                     if fr.event != "end":  # a thread's stream goes on after each run
                         yield fr

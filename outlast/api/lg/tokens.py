@@ -29,7 +29,7 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from outlast.api.lg.wire import Wire
-from outlast.runtime.live import Chunk, Snapshot
+from outlast.runtime.live import Chunk, Snapshot, advance, chunk_data, part
 from outlast.store import Event
 from outlast.vocabulary import EventType
 
@@ -108,7 +108,7 @@ class Tokens:
         got = self._got.setdefault(epoch, set())
         send = [n for n in numbers if n > have and n not in got]
         got.update(send)
-        self._have[epoch] = _advance(have, got)
+        self._have[epoch] = advance(have, got)
         self._seq = event.seq
         self._caught_up(epoch, low, numbers)
         self._settle_snapshot()
@@ -116,7 +116,7 @@ class Tokens:
             out = self._wire.frames(event, self.ident())
         else:
             self._prime(epoch, [n for n in numbers if n not in send], data)
-            out = self._wire.message_frames(_part(data, send), self.ident()) if send else []
+            out = self._wire.message_frames(part(data, send), self.ident()) if send else []
         return out + self._drain()
 
     def _prime(self, epoch: int, numbers: list[int], data: dict[str, Any]) -> bool:
@@ -129,7 +129,7 @@ class Tokens:
         numbers = [n for n in numbers if n <= primed[1] and n not in self._primed_n]
         if numbers:
             self._primed_n.update(numbers)
-            self._wire.prime_data(_part(data, numbers))
+            self._wire.prime_data(part(data, numbers))
         return True
 
     def _caught_up(self, epoch: int, low: int, numbers: list[int]) -> None:
@@ -156,7 +156,7 @@ class Tokens:
             snap = self._snap = self._probe() or snap
         if snap.flushed < 0 or (snap.written_upto is not None and self._seq >= snap.written_upto):
             have = self._have.get(snap.epoch, -1)
-            self._have[snap.epoch] = _advance(
+            self._have[snap.epoch] = advance(
                 max(have, snap.flushed), self._got.setdefault(snap.epoch, set())
             )
             self._snap = None
@@ -176,54 +176,17 @@ class Tokens:
                 # once every flushed chunk before it has been read (the snapshot settled)
                 if self._snap is not None and self._primes(chunk):
                     continue
-                self._prime(chunk.epoch, [chunk.n], _chunk_data(chunk))
+                self._prime(chunk.epoch, [chunk.n], chunk_data(chunk))
                 del self._held[key]
                 continue
             if chunk.n != have + 1:
                 continue  # earlier chunks are still on their way through the log
             del self._held[key]
-            self._have[chunk.epoch] = _advance(chunk.n, got)
+            self._have[chunk.epoch] = advance(chunk.n, got)
             self._ahead = (chunk.epoch, chunk.n)
-            out.extend(self._wire.message_frames(_chunk_data(chunk), self.ident()))
+            out.extend(self._wire.message_frames(chunk_data(chunk), self.ident()))
         return out
 
     def _primes(self, chunk: Chunk) -> bool:
         primed = self._primed
         return primed is not None and primed[0] == chunk.epoch and chunk.n <= primed[1]
-
-
-def _advance(have: int, got: set[int]) -> int:
-    while have + 1 in got:
-        have += 1
-        got.discard(have)
-    for n in [n for n in got if n <= have]:
-        got.discard(n)
-    return have
-
-
-def _chunk_data(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "id": chunk.message_id,
-        "node": chunk.node,
-        "ns": chunk.ns,
-        "content": chunk.text,
-        "tool_call_chunks": chunk.tool_call_chunks,
-        "epoch": chunk.epoch,
-        "n": [chunk.n],
-    }
-
-
-def _part(data: dict[str, Any], numbers: list[int]) -> dict[str, Any]:
-    """The chunks ``numbers`` of a ``message.delta``, as one delta."""
-    content: str = data.get("content", "")
-    tools: list[Any] = data.get("tool_call_chunks") or []
-    cuts = data.get("cuts") or [len(content)]
-    # one chunk has no cuts; no tool_cuts: no chunk had tool call chunks, or one did
-    tool_cuts = data.get("tool_cuts") or [len(tools)] * len(data["n"])
-    text: list[str] = []
-    calls: list[Any] = []
-    for k, n in enumerate(data["n"]):
-        if n in numbers:
-            text.append(content[(cuts[k - 1] if k else 0) : cuts[k]])
-            calls.extend(tools[(tool_cuts[k - 1] if k else 0) : tool_cuts[k]])
-    return {**data, "content": "".join(text), "tool_call_chunks": calls}

@@ -17,7 +17,8 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from outlast.api.context import AppContext
-from outlast.api.sse import SAFETY_REREAD, Gap, follow_log
+from outlast.api.sse import SAFETY_REREAD, Gap, follow_log, follow_run
+from outlast.runtime import live
 from outlast.store import Event, Run
 from outlast.store.hub import THREADS, wait_for
 
@@ -37,7 +38,7 @@ class Done:
     run: Run
 
 
-Step = Begin | Event | Gap | Done
+Step = Begin | Event | Gap | Done | live.Follower
 
 
 async def runs_of(ctx: AppContext, thread_id: str) -> list[Run]:
@@ -54,18 +55,26 @@ async def walk_thread(
     start: tuple[int, int],
     max_seconds: float,
     stopping: Callable[[], bool],
+    chunks: Callable[[Run], live.Follower | None] = lambda run: None,
 ) -> AsyncGenerator[Step, None]:
     """Every event of the thread after ``start`` (``(pos, seq)``), run by run, then live,
     until the transport clock (``max_seconds``) or a shutdown (``stopping``). A run that has
     not ended when its log stops (the clock, a shutdown) ends the walk: the client resumes
-    from its cursor."""
+    from its cursor. ``chunks``: the run's live chunks the caller follows (asked after the
+    run's ``Begin``), yielded as the follower when it has some."""
     deadline = time.monotonic() + max_seconds
     pos, seq = start
     with ctx.store.hub.watch(THREADS, thread_id) as accepted:
         while time.monotonic() < deadline and not stopping():
             accepted.clear()  # before the read: an acceptance after it still wakes us
             runs = await runs_of(ctx, thread_id)
-            pending = [r for r in runs if r.pos >= pos and (r.pos, r.last_seq) > (pos, seq)]
+            # the run a cursor sits in goes on while it is in flight, even with nothing
+            # new in its log yet (its live chunks come before its next event)
+            pending = [
+                r
+                for r in runs
+                if (r.pos, r.last_seq) > (pos, seq) or (r.pos == pos and not r.terminal)
+            ]
             if not pending:
                 # A run accepted on the thread wakes us (``THREADS``, from any process on
                 # Postgres; SQLite accepts in the serving process); the re-read at the
@@ -76,7 +85,13 @@ async def walk_thread(
             for run in pending:
                 after = seq if run.pos == pos else 0
                 yield Begin(run, after)
-                log = follow_log(ctx.store, run.id, after, deadline - time.monotonic(), stopping)
+                follower = chunks(run)
+                left = deadline - time.monotonic()
+                log = (
+                    follow_log(ctx.store, run.id, after, left, stopping)
+                    if follower is None
+                    else follow_run(ctx.store, run.id, after, left, stopping, None, follower)
+                )
                 async with contextlib.aclosing(log) as items:
                     async for item in items:
                         yield item

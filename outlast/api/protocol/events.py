@@ -7,7 +7,9 @@ is both the event's ``seq`` and its ``event_id``: a client that comes back with 
 ``seq`` it saw as ``since`` gets exactly the events after it, from any process, after any
 restart. Where retention pruned what the cursor points at, the stream says so (an
 unsolicited ``resume_gap`` error with ``min_available_seq``) and sends the thread's current
-``values`` before going on: never a silent hole.
+``values`` before going on: never a silent hole. When the run a ``messages`` stream reads
+executes in this process, its model chunks also go out live, between stored events, with
+places of their own (``tokens.py``, ``cursor.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any
 
 from outlast.api.context import AppContext
 from outlast.api.lg.access import Unprocessable, find_thread, read_state
-from outlast.api.lg.walk import Begin, runs_of, walk_thread
+from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.protocol.cursor import SUB_MAX, Position
+from outlast.api.protocol.tokens import Tokens
 from outlast.api.protocol.translate import Part, RunTranslator
 from outlast.api.sse import Gap
 from outlast.jsonable import to_jsonable
+from outlast.runtime import live
 from outlast.store import Event, Run
 
 CHANNELS = frozenset(
@@ -124,7 +128,7 @@ async def start_of(
     ended; otherwise what comes next."""
     if since is not None:
         at = Position.unpacked(since)
-        after = at.seq if at.sub == SUB_MAX else max(at.seq - 1, 0)
+        after = at.seq if at.sub >= SUB_MAX else max(at.seq - 1, 0)
         return (at.pos, after), since
     runs = await runs_of(ctx, thread_id)
     if not runs:
@@ -144,16 +148,24 @@ def _recent(run: Run) -> bool:
     return dt.datetime.now(dt.UTC) - ended < RECENT
 
 
-def envelope(position: Position, event: Event, part: Part) -> dict[str, Any]:
+def envelope(position: Position, at: Any, part: Part) -> dict[str, Any]:
+    """A protocol event: its ``seq`` is its place; its ``event_id`` too, but for a model
+    chunk's events, which are named by the chunk (``(run pos, epoch, n, index)``) so the
+    copy from the log and the one that went live are one event to a client that
+    deduplicates by id."""
     seq = position.packed()
+    when = at.time if isinstance(at, Event) else dt.datetime.now(dt.UTC)
     params = {
         "namespace": part.namespace,
-        "timestamp": int(event.time.timestamp() * 1000),
+        "timestamp": int(when.timestamp() * 1000),
         "data": part.data,
     }
+    ident = str(seq)
+    if part.chunk is not None:
+        ident = ".".join(map(str, (position.pos, *part.chunk)))
     return {
         "type": "event",
-        "event_id": str(seq),
+        "event_id": ident,
         "seq": seq,
         "method": part.method,
         "params": params,
@@ -168,27 +180,51 @@ async def thread_events(
     stopping: Callable[[], bool],
 ) -> AsyncGenerator[dict[str, Any], None]:
     """The thread's protocol frames after ``since`` that ``wanted`` admits, then live:
-    events (``type: event``) and the gap's error (``type: error``, ``id: null``)."""
+    events (``type: event``) and the gap's error (``type: error``, ``id: null``). A stream
+    of the ``messages`` channel also follows the run it reads in this process, when the run
+    executes here: its tokens go out as the model makes them (``tokens.py``)."""
     start, floor = await start_of(ctx, thread_id, since)
-    translator: RunTranslator | None = None
-    steps = walk_thread(ctx, thread_id, start, FOREVER, stopping)
-    async with contextlib.aclosing(steps) as items:
-        async for item in items:
-            if isinstance(item, Begin):
-                translator = RunTranslator(item.run)
-                await _prime(ctx, translator, item.after)
-            elif isinstance(item, Gap):
-                async for frame in _gap(ctx, thread_id, item, wanted):
-                    yield frame
-            elif isinstance(item, Event) and translator is not None:
-                for sub, part in enumerate(translator.parts(item)):
-                    if sub >= SUB_MAX:
-                        raise OverflowError(
-                            f"event {item.seq} of run {item.run_id} became too many"
-                        )
-                    position = Position(translator.run.pos, item.seq, sub)
+    at = Position.unpacked(since) if since is not None else None
+    tokens: Tokens | None = None
+    follower: live.Follower | None = None
+    with contextlib.ExitStack() as following:
+        steps = walk_thread(ctx, thread_id, start, FOREVER, stopping, lambda run: follower)
+        async with contextlib.aclosing(steps) as items:
+            async for item in items:
+                placed: list[tuple[Position, Part]] = []
+                if isinstance(item, Begin):
+                    following.close()
+                    follower = None
+                    translator = RunTranslator(item.run)
+                    await _prime(ctx, translator, item.after)
+                    mine = at is not None and at.pos == item.run.pos
+                    resume = at.chunk() if at is not None and mine else None
+                    ready = at.seq if at is not None and mine else 0
+                    tokens = Tokens(translator, item.after, resume, ready)
+                    if "messages" in wanted.channels and not item.run.terminal:
+                        follower = _follow(following, item.run.id)
+                elif isinstance(item, Done):
+                    following.close()
+                    follower = None
+                elif isinstance(item, Gap):
+                    async for frame in _gap(ctx, thread_id, item, wanted):
+                        yield frame
+                elif isinstance(item, live.Follower) and tokens is not None:
+                    placed = tokens.live(item.take())
+                elif isinstance(item, Event) and tokens is not None:
+                    placed = tokens.stored(item)
+                for position, part in placed:
                     if position.packed() > floor and wanted.admits(part):
                         yield to_jsonable(envelope(position, item, part))
+
+
+def _follow(stack: contextlib.ExitStack, run_id: str) -> live.Follower:
+    """The run's live chunks from now on; those it made before and has not put on the log
+    yet are the first (read after the log, as every chunk is)."""
+    follower, snap = stack.enter_context(live.follow(run_id))
+    if snap is not None:
+        follower.chunks.extend(snap.pending)
+    return follower
 
 
 async def _prime(ctx: AppContext, translator: RunTranslator, upto: int) -> None:

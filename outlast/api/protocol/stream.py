@@ -53,7 +53,8 @@ async def _frames(
     async for frame in thread_events(ctx, thread_id, since, wanted, stopping):
         data = json.dumps(frame, separators=(",", ":"), ensure_ascii=False, default=str)
         if frame["type"] == "event":
-            yield ServerSentEvent(data=data, event=frame["method"], id=frame["event_id"])
+            # the id is the place (`Last-Event-ID` comes back as `since`), not the name
+            yield ServerSentEvent(data=data, event=frame["method"], id=str(frame["seq"]))
         else:
             yield ServerSentEvent(data=data, event="error")
 

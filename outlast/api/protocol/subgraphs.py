@@ -46,6 +46,13 @@ class Subgraphs:
                 out.append(("running", ns, {}))
         return out
 
+    def would_change(self, namespace: Namespace) -> bool:
+        """A part under ``namespace`` would start or resume a subgraph first."""
+        return any(
+            namespace[:depth] not in self._open or namespace[:depth] in self._paused
+            for depth in range(1, len(namespace) + 1)
+        )
+
     def task_done(self, parent: Namespace, node: Any, task: Any) -> list[Change]:
         """The parent's update of the task that ran a subgraph: it and what it still
         had open completed, innermost first."""

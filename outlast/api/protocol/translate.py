@@ -9,7 +9,14 @@ cursor skipped), so a part's place, ``(run pos, seq, index)``, is its durable id
 What each stored event becomes:
 
 - ``run.created``: ``lifecycle`` ``started``; ``run.started`` (each claim): ``running``.
-- ``message.delta``: ``messages``, LangChain's content-block events (``messages.py``).
+- ``message.delta``: ``messages``, LangChain's content-block events (``messages.py``),
+  cut back into the chunks it coalesced: each chunk's events are numbered ``(epoch, n,
+  index)`` (``Part.chunk``), the same whether the chunk is read here or was sent live
+  (``live``: the translator of a stream that follows the run in this process is also
+  fed its chunks as the model makes them); a chunk fed live is not fed again when its
+  delta is read, it stands there as its events' places (``echo``), so the parts' places
+  are the log's alone. The translator knows the execution in progress (``epoch``, from
+  ``run.started``) and the chunks of it the log read so far holds (``stored``).
 - ``node.updated``: the messages its node streamed finish, then ``updates`` ``{node,
   values}``, then on ``tools`` a ``tool-started`` for each call of an AI message it writes
   and a ``tool-finished`` (or ``tool-error``) for each tool message.
@@ -32,8 +39,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from outlast.api.protocol.cursor import PER_CHUNK
 from outlast.api.protocol.messages import MessageEvent, Messages, split_ns
 from outlast.api.protocol.subgraphs import Change, Subgraphs, graph_name
+from outlast.runtime import live
 from outlast.runtime.waits import runtime_payload
 from outlast.store import Event, Run
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
@@ -43,9 +52,24 @@ class Part(NamedTuple):
     method: str
     namespace: list[str]
     data: Any
+    chunk: tuple[int, int, int] | None = None  # (epoch, n, index) of a chunk's event
+    echo: bool = False  # the place of a chunk's event that went out live already
 
 
 _LOST = "the attempt streaming this message was lost; the run goes on from its last checkpoint"
+
+
+# After these, the execution that was in progress streams nothing more.
+_EXECUTION_OVER = frozenset(
+    {
+        EventType.RUN_REQUEUED,
+        EventType.RUN_RELEASED,
+        EventType.RUN_WAITING,
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
+    }
+)
 
 
 class RunTranslator:
@@ -55,10 +79,14 @@ class RunTranslator:
         self.run = run
         self._messages = Messages()
         self._subgraphs = Subgraphs()
+        self.epoch: int | None = None  # the execution in progress, as the log says
+        self.stored = -1  # every chunk of it up to this one is in the log read so far
+        self._stored_more: set[int] = set()  # and these
+        self._echoes: dict[int, int] = {}  # chunks fed live: how many events each became
         self._handlers: dict[str, Callable[[Event], list[Part]]] = {
             EventType.RUN_CREATED: lambda e: [self._lifecycle("started")],
             EventType.RUN_STARTED: self._started,
-            EventType.MESSAGE_DELTA: lambda e: _parts(self._messages.delta(e.data)),
+            EventType.MESSAGE_DELTA: self._delta,
             EventType.NODE_UPDATED: self._node_updated,
             EventType.CUSTOM: lambda e: [
                 Part("custom", split_ns(e.data.get("ns")), e.data.get("data"))
@@ -66,8 +94,8 @@ class RunTranslator:
             EventType.STREAM: _kept,
             EventType.WAIT_STARTED: _input_requested,
             EventType.RUN_WAITING: self._waiting,
-            EventType.RUN_REQUEUED: lambda e: _parts(self._messages.stop(_LOST)),
-            EventType.RUN_RELEASED: lambda e: _parts(self._messages.stop(_LOST)),
+            EventType.RUN_REQUEUED: self._lost,
+            EventType.RUN_RELEASED: self._lost,
             EventType.RUN_COMPLETED: self._completed,
             EventType.RUN_FAILED: self._failed,
             EventType.RUN_CANCELLED: self._cancelled,
@@ -75,6 +103,8 @@ class RunTranslator:
 
     def parts(self, event: Event) -> list[Part]:
         handler = self._handlers.get(event.type)
+        if event.type in _EXECUTION_OVER:
+            self._execution(None)  # no live chunk belongs after it
         out: list[Part] = []
         for part in handler(event) if handler is not None else []:
             if part.namespace and part.method != "lifecycle":
@@ -96,8 +126,72 @@ class RunTranslator:
             for status, ns, extra in changes
         ]
 
+    def holds(self, n: int) -> bool:
+        """Chunk ``n`` of the execution in progress is in the log read so far."""
+        return n <= self.stored or n in self._stored_more
+
+    def live(self, chunk: live.Chunk) -> list[Part] | None:
+        """A chunk of the execution in progress, as the model made it, before the log has
+        it: its events, or None when it cannot go ahead of the log (another execution's;
+        under a subgraph the log has not opened, whose lifecycle the log says first; more
+        events than a live chunk's room in the cursor)."""
+        namespace = split_ns(chunk.ns)
+        if (
+            chunk.epoch != self.epoch
+            or self.holds(chunk.n)
+            or chunk.n in self._echoes
+            or (namespace and self._subgraphs.would_change(tuple(namespace)))
+            # message-start, and a start and a delta per block (its text, each call)
+            or 1 + 2 * (1 + len(chunk.tool_call_chunks)) > PER_CHUNK
+        ):
+            return None
+        events = self._messages.chunk(live.chunk_data(chunk))
+        self._echoes[chunk.n] = len(events)
+        return [
+            Part("messages", e.namespace, e.data, (chunk.epoch, chunk.n, i))
+            for i, e in enumerate(events)
+        ]
+
+    def _execution(self, epoch: int | None) -> None:
+        self.epoch, self.stored = epoch, -1
+        self._stored_more.clear()
+        self._echoes.clear()
+
+    def _delta(self, event: Event) -> list[Part]:
+        data = event.data
+        numbers, epoch = data.get("n"), data.get("epoch")
+        if not numbers or epoch is None:  # a reply that came whole
+            out = _parts(self._messages.chunk(data))
+        else:
+            if self.epoch is None:  # a log from before run.started said its epoch
+                self._execution(int(epoch))
+            out = []
+            for n in numbers:
+                out += self._piece(int(epoch), n, data)
+        if data.get("last"):
+            out += _parts(self._messages.last(str(data.get("id"))))
+        return out
+
+    def _piece(self, epoch: int, n: int, data: dict[str, Any]) -> list[Part]:
+        """One chunk of a delta: its events, or the places of those that went live."""
+        current = epoch == self.epoch
+        if current:
+            self._stored_more.add(n)
+            self.stored = live.advance(self.stored, self._stored_more)
+        echoed = self._echoes.pop(n, None) if current else None
+        if echoed is not None:
+            namespace = split_ns(data.get("ns"))
+            return [Part("messages", namespace, None, (epoch, n, i), True) for i in range(echoed)]
+        events = self._messages.chunk(live.part(data, [n]))
+        return [Part("messages", e.namespace, e.data, (epoch, n, i)) for i, e in enumerate(events)]
+
     def _started(self, event: Event) -> list[Part]:
+        epoch = event.data.get("epoch")
+        self._execution(int(epoch) if epoch is not None else None)
         return [self._lifecycle("running", attempt=event.data.get("attempt"))]
+
+    def _lost(self, event: Event) -> list[Part]:
+        return _parts(self._messages.stop(_LOST))
 
     def _node_updated(self, event: Event) -> list[Part]:
         data = event.data

@@ -116,7 +116,8 @@ WITH picked AS (
 ), ev AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
     SELECT id, last_seq, 'run.started',
-           jsonb_build_object('status', status, 'attempt', attempts, 'worker_id', worker_id)
+           jsonb_build_object('status', status, 'attempt', attempts, 'worker_id', worker_id,
+                              'epoch', lease_epoch)
     FROM upd
 )
 SELECT upd.*,
