@@ -112,7 +112,7 @@ async def test_an_earlier_carried_write_settling_does_not_end_the_wait(
         sink.put(EventDraft("node.updated", {"node": "b"}))
         sink.step_over()
         await asyncio.sleep(0.05)
-        await pg.append(lease, lent)  # what the carrier stored, then it settles
+        await pg.append(lease, lent.events, lent.token)  # what the carrier stored, then it settles
         sink.settle(lent, 3)
         await asyncio.sleep(0.1)
         assert sink.writes == 0  # b still waits for its step's checkpoint

@@ -30,9 +30,9 @@ async def test_the_sink_hands_its_encoding_to_the_store(store: Store) -> None:
     seen: list[EventDraft] = []
     append = store.append
 
-    async def recording(lease: Lease, batch: list[EventDraft]) -> int:
+    async def recording(lease: Lease, batch: list[EventDraft], token: str | None = None) -> int:
         seen.extend(batch)
-        return await append(lease, batch)
+        return await append(lease, batch, token)
 
     store.append = recording  # type: ignore[method-assign]
     sink = EventSink(store, lease, on_error=lambda exc: None)

@@ -5,12 +5,13 @@ carries land with it under its own run's seqs."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Sequence
 
 import pytest
 
 from outlast.errors import LeaseLost
-from outlast.store import EventDraft, Lease
+from outlast.store import EventDraft, Lease, Lent
 from outlast.store.batcher import Statement
 from outlast.store.group_commit import GroupCommit
 from outlast.store.postgres import PostgresStore
@@ -91,14 +92,14 @@ class _Lender:
         self.pending = list(drafts)
         self.settled: list[int | None] = []
 
-    def lend(self) -> list[EventDraft] | None:
+    def lend(self) -> Lent | None:
         batch, self.pending = self.pending, []
-        return batch or None
+        return Lent(batch, str(uuid.uuid4())) if batch else None
 
-    def settle(self, batch: list[EventDraft], seq: int | None) -> None:
+    def settle(self, lent: Lent, seq: int | None) -> None:
         self.settled.append(seq)
         if seq is None:
-            self.pending[:0] = batch
+            self.pending[:0] = lent.events
 
 
 async def test_carried_events_land_with_their_write_under_their_runs_seqs(

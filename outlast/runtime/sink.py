@@ -29,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable
 
 from outlast.errors import LeaseLost
 from outlast.retry import RetryPolicy
-from outlast.store import EventDraft, EventStore, Lease
+from outlast.store import EventDraft, EventStore, Lease, Lent
 from outlast.store.rows import dumps
 from outlast.vocabulary import EventType
 
@@ -70,6 +71,10 @@ class EventSink:
         self._lease = lease
         self._on_error = on_error
         self._buffer: list[EventDraft] = []
+        # A lent batch whose write failed: stored or not, nobody knows (the connection
+        # may have broken after the commit). It goes again first, as it was, with its
+        # token, which the store finds if the first write did commit.
+        self._unsure: Lent | None = None
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -126,31 +131,33 @@ class EventSink:
 
     # -- carried by checkpoint writes --------------------------------------------------
 
-    def lend(self) -> list[EventDraft] | None:
+    def lend(self) -> Lent | None:
         """The pending events, for a write about to go out that will append them in its
-        own transaction; None when there are none or a write of them is in flight. The
-        borrower must call ``settle`` with the outcome."""
-        if self._busy or not self._buffer or self.error is not None:
+        own transaction; None when there are none or a write of them is in flight (or
+        one whose outcome is unknown must go again first). The borrower must call
+        ``settle`` with the outcome."""
+        if self._busy or self._unsure or not self._buffer or self.error is not None:
             return None
         self._busy = True
         self._due = False
         batch, self._buffer = self._buffer, []
         self._changed.set()
-        return batch
+        return Lent(batch, str(uuid.uuid4()))
 
-    def settle(self, batch: list[EventDraft], seq: int | None) -> None:
+    def settle(self, lent: Lent, seq: int | None) -> None:
         """The lent batch was stored with its last event at ``seq``, or (None) its write
-        failed and stored nothing: then the events go back, ahead of newer ones, for the
-        sink to write (or to fail on, with the error the execution must see)."""
+        failed, having stored it or not: then the sink writes it again, as it was and
+        ahead of newer events, with its token (or fails on it, with the error the
+        execution must see)."""
         self._busy = False
         if seq is None:
-            self._buffer[:0] = batch
+            self._unsure = lent
             self._cut = True  # write them now (or fail on them), no more waiting
         else:
             self.last_seq = seq
             self.carried += 1
         self._changed.set()
-        if self._buffer:
+        if self._buffer or self._unsure:
             self._wake.set()
         else:
             self._set_idle()
@@ -163,12 +170,17 @@ class EventSink:
             self._wake.clear()
             if self.carry_window > 0 and self._ends_step():
                 await self._hold()
-            while self._buffer and not self._busy:
+            while (self._buffer or self._unsure) and not self._busy:
                 self._busy = True
                 self._due = False
-                batch, self._buffer = self._buffer, []
+                if self._unsure is not None:
+                    batch, token = self._unsure.events, self._unsure.token
+                    self._unsure = None
+                else:
+                    batch, token = self._buffer, str(uuid.uuid4())
+                    self._buffer = []
                 try:
-                    self.last_seq = await self._write(batch)
+                    self.last_seq = await self._write(batch, token)
                 except Exception as exc:
                     self.error = exc
                     self._set_idle()
@@ -176,7 +188,7 @@ class EventSink:
                     return
                 finally:
                     self._busy = False
-            if not self._buffer and not self._busy:
+            if not self._buffer and not self._unsure and not self._busy:
                 self._set_idle()
 
     def _set_idle(self) -> None:
@@ -212,19 +224,20 @@ class EventSink:
     def _live(self) -> bool:
         return any(d.type not in _STEP_ENDS for d in self._buffer)
 
-    async def _write(self, batch: list[EventDraft]) -> int:
+    async def _write(self, batch: list[EventDraft], token: str) -> int:
         attempt = 0
         while True:
             attempt += 1
             try:
-                seq = await self._store.append(self._lease, batch)
+                seq = await self._store.append(self._lease, batch, token)
                 self.writes += 1
                 return seq
             except LeaseLost:
                 raise
             except Exception as exc:
-                # A failed statement wrote nothing (one statement, one transaction), so
-                # the same batch can be retried without duplicating seqs.
+                # The same batch goes again with the same token: if the failed write
+                # did commit (its answer was lost with the connection), the store
+                # finds the token and appends nothing twice.
                 if not _RETRY.allows(attempt + 1):
                     raise
                 log.warning("event append for %s failed (%s); retrying", self._lease.run_id, exc)

@@ -40,7 +40,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
 from outlast.faults import BATCH_BEFORE_COMMIT, afault_point
-from outlast.store.base import EventDraft, EventLender, Lease
+from outlast.store.base import EventLender, Lease, Lent
 from outlast.store.batcher import Batcher, Statement
 
 FENCE = "SELECT outlast_fence(%s, %s, %s)"
@@ -52,7 +52,7 @@ FENCE_REFUSED = "OL001"  # the SQLSTATE outlast_fence() raises (migration 0008)
 
 # The store's append for a lease and a batch as (statement, parameters): a statement
 # that fences as ``outlast_fence()`` does (raises OL001 unless the lease is held).
-AppendStatement = Callable[[Lease, Sequence[EventDraft]], tuple[str, dict[str, Any]]]
+AppendStatement = Callable[[Lease, Lent], tuple[str, dict[str, Any]]]
 
 
 @dataclass(eq=False, slots=True)
@@ -60,7 +60,7 @@ class _Write:
     lease: Lease | None
     statements: Sequence[Statement]
     events: EventLender | None
-    lent: list[EventDraft] | None = None
+    lent: Lent | None = None
 
 
 class GroupCommit:

@@ -25,6 +25,7 @@ from outlast.store.base import (
     EventLender,
     HeldRun,
     Lease,
+    Lent,
     NewRun,
     Run,
     Store,
@@ -308,7 +309,7 @@ class PostgresStore(
         return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
 
     def _append_statement(
-        self, lease: Lease, events: Sequence[EventDraft]
+        self, lease: Lease, events: Sequence[EventDraft], token: str | None
     ) -> tuple[str, dict[str, Any]]:
         """The fenced append as a statement and its parameters. It returns the last
         seq, or no row when the lease is not held."""
@@ -317,22 +318,23 @@ class PostgresStore(
             "n": len(events),
             "types": [e.type for e in events],
             "datas": [e.encoded or dumps(e.data) for e in events],
+            "token": token,
         }
         return self._q["append"], params
 
-    def _carried_statement(
-        self, lease: Lease, events: Sequence[EventDraft]
-    ) -> tuple[str, dict[str, Any]]:
+    def _carried_statement(self, lease: Lease, lent: Lent) -> tuple[str, dict[str, Any]]:
         """The append a checkpoint write carries: the same, and also the write's fence
         (it raises when the lease is not held)."""
-        _, params = self._append_statement(lease, events)
+        _, params = self._append_statement(lease, lent.events, lent.token)
         return self._q["carried_append"], params
 
-    async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
+    async def append(
+        self, lease: Lease, events: Sequence[EventDraft], token: str | None = None
+    ) -> int:
         if not events:
             raise ValueError("append needs at least one event")
         async with self.pool.connection() as conn:
-            cur = await conn.execute(*self._append_statement(lease, events))
+            cur = await conn.execute(*self._append_statement(lease, events, token))
             rows = await cur.fetchall()
         if not rows:
             raise LeaseLost.of(lease.run_id, lease.epoch)

@@ -123,13 +123,23 @@ class EventDraft:
     encoded: str | None = field(default=None, compare=False, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Lent:
+    """A batch of a run's pending events lent to a checkpoint write, with its token: the
+    batch's identity, which the store records with the append, so that the same batch
+    sent again after a write whose outcome is unknown is not appended twice."""
+
+    events: list[EventDraft]
+    token: str
+
+
 class EventLender(Protocol):
     """A run's event sink, as a checkpoint write sees it: it may borrow the pending
     events and append them in its own transaction (``Store.carries_events``)."""
 
-    def lend(self) -> list[EventDraft] | None: ...
+    def lend(self) -> Lent | None: ...
 
-    def settle(self, batch: list[EventDraft], seq: int | None) -> None: ...
+    def settle(self, lent: Lent, seq: int | None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

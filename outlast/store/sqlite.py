@@ -255,7 +255,11 @@ class SqliteStore(
     def _lease_params(self, lease: Lease) -> dict[str, Any]:
         return {"run_id": lease.run_id, "worker_id": lease.worker_id, "epoch": lease.epoch}
 
-    async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
+    async def append(
+        self, lease: Lease, events: Sequence[EventDraft], token: str | None = None
+    ) -> int:
+        # ``token`` is not needed here: the commit happens in this process, and one that
+        # raised did not happen (the transaction rolled back).
         if not events:
             raise ValueError("append needs at least one event")
         async with self._db.transaction() as conn:

@@ -4,13 +4,14 @@ events carried by checkpoint writes (where the backend ``carries_events``)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from outlast.store import EventDraft, Store
-from outlast.store.base import EventLender
+from outlast.store.base import EventLender, Lent
 from outlast.store.hub import EVENTS
 from outlast.vocabulary import EventType
 from tests.store_contract.support import Notes, assert_seqs, claimed, notes_of, shape
@@ -98,12 +99,12 @@ class _Lender:
         self.batch: list[EventDraft] | None = batch
         self.settled: list[tuple[list[EventDraft], int | None]] = []
 
-    def lend(self) -> list[EventDraft] | None:
+    def lend(self) -> Lent | None:
         batch, self.batch = self.batch, None
-        return batch
+        return Lent(batch, str(uuid.uuid4())) if batch else None
 
-    def settle(self, batch: list[EventDraft], seq: int | None) -> None:
-        self.settled.append((batch, seq))
+    def settle(self, lent: Lent, seq: int | None) -> None:
+        self.settled.append((lent.events, seq))
 
 
 async def test_carried_events_land_with_the_checkpoint(store: Store, notes: Notes) -> None:

@@ -14,9 +14,16 @@ from outlast.store.records import Event, EventDraft, Lease
 
 class EventStore(Notifying, Protocol):
     @abc.abstractmethod
-    async def append(self, lease: Lease, events: Sequence[EventDraft]) -> int:
+    async def append(
+        self, lease: Lease, events: Sequence[EventDraft], token: str | None = None
+    ) -> int:
         """Append events with the next seqs (no holes, one batch contiguous); returns the
-        last seq. Fenced; ValueError for an empty batch. Notifies EVENTS."""
+        last seq. Fenced; ValueError for an empty batch. Notifies EVENTS.
+
+        ``token`` (a UUID) names the batch: sent again with the same token after an
+        error that left its outcome unknown (the connection broke after the commit), the
+        batch is not appended a second time, and the run's last seq is returned. A store
+        whose commit cannot succeed unseen (SQLite, in the process) may ignore it."""
 
     @abc.abstractmethod
     async def read_events(self, run_id: str, after: int, limit: int) -> list[Event]:

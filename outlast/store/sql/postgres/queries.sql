@@ -140,10 +140,17 @@ RETURNING id, lease_epoch, status;
 
 -- name: append
 -- Append a batch of a run's events, fenced by the lease, and notify the log's followers.
+-- The batch's token makes a retry harmless: when the connection broke after the commit,
+-- the batch sent again finds its token on the run and nothing is appended twice (the
+-- second SELECT, on the statement's snapshot, answers the run's last seq then). A NULL
+-- token asks for no such check.
 WITH r AS (
-    UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
+    UPDATE outlast_runs
+    SET last_seq = last_seq + %(n)s, append_token = %(token)s::uuid,
+        updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
+      AND (%(token)s::uuid IS NULL OR append_token IS DISTINCT FROM %(token)s::uuid)
     RETURNING last_seq
 ), ins AS (
     INSERT INTO outlast_events (run_id, seq, type, data)
@@ -153,15 +160,23 @@ WITH r AS (
 )
 SELECT max(seq) AS seq,
        pg_notify('outlast_events', %(run_id)s::text || ':' || max(seq)) AS notified
-FROM ins HAVING count(*) > 0;
+FROM ins HAVING count(*) > 0
+UNION ALL
+SELECT last_seq AS seq, NULL AS notified FROM outlast_runs
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling') AND append_token = %(token)s::uuid;
 
 -- name: carried_append
 -- The append a checkpoint write carries, as the first statement of its pipeline: it is
 -- the write's fence too. When the lease is not held the UPDATE matches nothing and
 -- outlast_fence() raises (OL001, as it would have as a statement of its own), so the
--- whole pipeline rolls back; one statement and one row lock fewer per step.
+-- whole pipeline rolls back; one statement and one row lock fewer per step. It records
+-- the batch's token as ``append`` does: if the answer is lost, the sink sends the same
+-- batch again with ``append``, which finds the token.
 WITH r AS (
-    UPDATE outlast_runs SET last_seq = last_seq + %(n)s, updated_at = clock_timestamp()
+    UPDATE outlast_runs
+    SET last_seq = last_seq + %(n)s, append_token = %(token)s::uuid,
+        updated_at = clock_timestamp()
     WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
       AND status IN ('running', 'cancelling')
     RETURNING last_seq

@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0017_ttl_strategy
+-- Up to migration: 0018_append_token
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -50,6 +50,7 @@ CREATE TABLE outlast_runs (
     options          jsonb,  -- what a LangGraph request sets for the execution (0009)
     supervision      jsonb,  -- what the supervisor remembers between attempts (0011)
     ending           jsonb,  -- how a run owing compensations ends (0013)
+    append_token     uuid,   -- the last batch of events the lease holder appended (0018)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     CONSTRAINT outlast_runs_idempotency UNIQUE (principal, idempotency_key)
 );
