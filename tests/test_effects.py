@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from outlast.store import Store
 from tests.harness import answer, collect, post_run, serve, wait_result, wait_status
 from tests.procs import after_fault, wait_for_status
@@ -146,8 +148,9 @@ async def test_reconcile_decides_an_unfinished_call(store: Store) -> None:
 
     run, _ = await store.create_run(new_run())
     (claimed,) = await store.claim("w", 30, 1)
-    sink = EventSink(store, Lease(run.id, "w", claimed.lease_epoch), lambda exc: None)
-    ledger = RunLedger(store, run.id, sink)
+    lease = Lease(run.id, "w", claimed.lease_epoch)
+    sink = EventSink(store, lease, lambda exc: None)
+    ledger = RunLedger(store, lease, sink)
     calls: list[str] = []
 
     async def call(key: str) -> str:
@@ -206,3 +209,32 @@ async def test_a_langchain_tool_is_keyed_by_its_tool_call_id(store: Store, tmp_p
         assert line["call"] == "call-42"
         (effect,) = (await srv.client.get(f"/v1/runs/{run['id']}/effects")).json()["effects"]
         assert effect["key"] == line["key"] and effect["status"] == "done"
+
+
+async def test_a_worker_that_lost_its_run_calls_nothing(store: Store) -> None:
+    """Partitioned past its lease (or frozen), a worker's node may still reach an effect
+    when it comes back: the run is another's by then, and the call is never made."""
+    from outlast.errors import LeaseLost
+    from outlast.runtime.effects import RunLedger
+    from outlast.runtime.sink import EventSink
+    from outlast.store import Lease
+    from tests.util import new_run
+
+    run, _ = await store.create_run(new_run())
+    (claimed,) = await store.claim("w", -1, 1)  # its lease already past
+    stale = Lease(run.id, "w", claimed.lease_epoch)
+    await store.reap()
+    await store.claim("w2", 30, 1)  # another worker has the run now
+    sink = EventSink(store, stale, lambda exc: None)
+    calls: list[str] = []
+
+    async def call(key: str) -> str:
+        calls.append(key)
+        return "sent"
+
+    with pytest.raises(LeaseLost):
+        await RunLedger(store, stale, sink).run_effect(
+            key="k", tool="send", args={}, idempotent=False, call=call, reconcile=None
+        )
+    assert calls == [] and await store.list_effects(run.id) == []
+    await sink.close()

@@ -41,7 +41,7 @@ from outlast.retry import RetryPolicy
 from outlast.runtime import metrics
 from outlast.runtime.effects import RECONCILE_SCHEMA
 from outlast.runtime.sink import EventSink
-from outlast.store import Effect, EffectStore, EventDraft, EventStore, WaitSpec, WaitStore
+from outlast.store import Effect, EffectStore, EventDraft, EventStore, Lease, WaitSpec, WaitStore
 from outlast.store.transitions import owed
 from outlast.vocabulary import EffectStatus, EventType, WaitKind, WaitStatus
 
@@ -94,7 +94,7 @@ class Compensator:
     def __init__(
         self,
         store: CompensationStore,
-        run_id: str,
+        lease: Lease,
         sink: EventSink,
         *,
         attempts: int,
@@ -102,7 +102,8 @@ class Compensator:
         timeout: float,
     ) -> None:
         self._store = store
-        self._run_id = run_id
+        self._lease = lease  # an undoing starts only while it is held, as an effect
+        self._run_id = lease.run_id
         self._sink = sink
         self._attempts = attempts
         self._retry = RetryPolicy(initial_interval=backoff)
@@ -165,7 +166,7 @@ class Compensator:
             if attempt:
                 await asyncio.sleep(self._retry.delay(attempt))
             if not fresh or attempt:
-                row = await self._store.effect_retry(self._run_id, key)
+                row = await self._store.effect_retry(self._run_id, key, self._lease)
             self._event(EventType.EFFECT_STARTED, row, effect, attempt=row.calls)
             faults.fault_point(BEFORE_CALL)
             try:
@@ -200,6 +201,7 @@ class Compensator:
             {"compensates": effect.key},
             True,
             compensates=effect.key,
+            lease=self._lease,
         )
 
     async def _call(self, effect: Effect, key: str) -> Any:

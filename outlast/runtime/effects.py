@@ -24,7 +24,7 @@ from outlast.jsonable import to_jsonable
 from outlast.nodes.effects import Reconcile
 from outlast.nodes.waits import WAIT_KEY
 from outlast.runtime.sink import EventSink
-from outlast.store import Effect, EffectStore, EventDraft
+from outlast.store import Effect, EffectStore, EventDraft, Lease
 from outlast.vocabulary import EffectStatus, EventType
 
 BEFORE_CALL = "effect.before_call"
@@ -51,9 +51,10 @@ class RunLedger:
     """The ledger of one run, handed to its nodes through the run's config
     (``LEDGER_KEY``), so ``outlast.nodes.effects`` reaches the store without importing it."""
 
-    def __init__(self, store: EffectStore, run_id: str, sink: EventSink) -> None:
+    def __init__(self, store: EffectStore, lease: Lease, sink: EventSink) -> None:
         self._store = store
-        self._run_id = run_id
+        self._lease = lease  # a call starts only while it is held (partition, freeze)
+        self._run_id = lease.run_id
         self._sink = sink
 
     def _event(self, kind: str, effect: Effect, **extra: Any) -> None:
@@ -79,7 +80,14 @@ class RunLedger:
             json.dumps(stored_args, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
         row, fresh = await self._store.effect_begin(
-            self._run_id, key, tool, args_hash, stored_args, idempotent, compensate=compensate
+            self._run_id,
+            key,
+            tool,
+            args_hash,
+            stored_args,
+            idempotent,
+            compensate=compensate,
+            lease=self._lease,
         )
         if not fresh:
             if row.args_hash != args_hash:
@@ -94,7 +102,7 @@ class RunLedger:
                 outcome = await self._unknown(row, stored_args, reconcile)
                 if outcome is not _CALL:
                     return outcome
-            row = await self._store.effect_retry(self._run_id, key)
+            row = await self._store.effect_retry(self._run_id, key, self._lease)
         self._event(EventType.EFFECT_STARTED, row, attempt=row.calls)
         faults.fault_point(BEFORE_CALL)
         try:

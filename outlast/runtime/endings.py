@@ -166,7 +166,7 @@ class Endings:
         if compensates(ending):
             done = await Compensator(
                 self.store,
-                self.run.id,
+                self.lease,
                 sink,
                 attempts=self.settings.compensation_attempts,
                 backoff=self.settings.compensation_backoff,

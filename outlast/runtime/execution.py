@@ -297,7 +297,7 @@ class Execution:
         config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(heartbeat=self._heartbeat, store=items)
         # Effects declared with @effect find the run's ledger here, tools their
         # credentials (``outlast.nodes.credential``) there.
-        config["configurable"][LEDGER_KEY] = RunLedger(self.store, run.id, sink)
+        config["configurable"][LEDGER_KEY] = RunLedger(self.store, self.lease, sink)
         config["configurable"][CREDENTIALS_KEY] = await RunCredentials.load(
             self.store,
             run,

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from outlast.errors import LeaseLost
 from outlast.store.contract.effects import EffectStore
-from outlast.store.records import Effect
-from outlast.store.tx import TxProvider
+from outlast.store.records import Effect, Lease
+from outlast.store.tx import Tx, TxProvider
+
+
+async def _fence(tx: Tx, lease: Lease | None) -> None:
+    """In the write's transaction: the run is still this lease's (and stays so until the
+    commit: the row is locked ``FOR KEY SHARE`` on Postgres, the database on SQLite)."""
+    if lease is None:
+        return
+    held = await tx.rows(
+        "e_fence", run_id=lease.run_id, worker_id=lease.worker_id, epoch=lease.epoch
+    )
+    if not held:
+        raise LeaseLost.of(lease.run_id, lease.epoch)
 
 
 class LedgerOps(TxProvider, EffectStore):
@@ -21,8 +34,10 @@ class LedgerOps(TxProvider, EffectStore):
         *,
         compensate: str | None = None,
         compensates: str | None = None,
+        lease: Lease | None = None,
     ) -> tuple[Effect, bool]:
         async with self._writing() as tx:
+            await _fence(tx, lease)
             rows = await tx.rows(
                 "e_begin",
                 run_id=run_id,
@@ -38,8 +53,9 @@ class LedgerOps(TxProvider, EffectStore):
                 return tx.effect(rows[0]), True
             return tx.effect((await tx.rows("e_get", run_id=run_id, key=key))[0]), False
 
-    async def effect_retry(self, run_id: str, key: str) -> Effect:
+    async def effect_retry(self, run_id: str, key: str, lease: Lease | None = None) -> Effect:
         async with self._writing() as tx:
+            await _fence(tx, lease)
             return tx.effect((await tx.rows("e_retry", run_id=run_id, key=key))[0])
 
     async def effect_finish(

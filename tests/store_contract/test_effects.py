@@ -9,6 +9,7 @@ import pytest
 from outlast.errors import LeaseLost
 from outlast.store import Lease, Store
 from tests.store_contract.support import Notes, claimed, events_after
+from tests.util import new_run
 
 ENDING = {"status": "failed", "error": {"type": "Boom", "message": "no"}}
 
@@ -86,3 +87,28 @@ async def test_set_ending_is_fenced_recorded_and_silent(store: Store, notes: Not
     # a decision, not a transition: the run still runs, nothing is appended, nobody woken
     assert after.status == run.status and after.last_seq == run.last_seq
     assert await notes.take() == set()
+
+
+async def test_a_call_starts_only_while_the_lease_is_held(store: Store) -> None:
+    """A worker that lost its run (partitioned past its lease, frozen, taken over) starts
+    no effect: the write that must precede a call is refused, and records nothing."""
+    run, _ = await store.create_run(new_run())
+    (run,) = await store.claim("w", -1, 1)  # a lease already past, on database time
+    stale = Lease(run.id, "w", run.lease_epoch)
+    first, fresh = await store.effect_begin(run.id, "k1", "charge", "h", {}, False, lease=stale)
+    assert fresh and first.status == "started"  # still held: nobody took it yet
+    await store.effect_finish(run.id, "k1", "failed", error="boom")
+    await store.reap()
+    (again,) = await store.claim("w2", 30, 1)
+    with pytest.raises(LeaseLost):
+        await store.effect_begin(run.id, "k2", "send", "h", {}, False, lease=stale)
+    with pytest.raises(LeaseLost):
+        await store.effect_retry(run.id, "k1", stale)
+    assert [(e.key, e.status, e.calls) for e in await store.list_effects(run.id)] == [
+        ("k1", "failed", 1)
+    ]
+    held = Lease(run.id, "w2", again.lease_epoch)
+    retried = await store.effect_retry(run.id, "k1", held)
+    assert (retried.status, retried.calls) == ("started", 2)
+    _, fresh = await store.effect_begin(run.id, "k2", "send", "h", {}, False, lease=held)
+    assert fresh

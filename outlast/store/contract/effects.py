@@ -3,9 +3,14 @@ compensation (an undoing is an effect of its own, keyed ``undo:<key>``, naming i
 ``compensates`` the effect it undoes). Written once for both backends in
 ``store/ledger_ops.py``.
 
-Not fenced and silent: a worker writes its own run's ledger and appends the ``effect.*``
-events itself; the ledger is what a successor reads after a crash. The one fenced write
-is ``set_ending``: the decision that a run owing compensations (or a rollback) is ending,
+Silent: a worker writes its own run's ledger and appends the ``effect.*`` events itself;
+the ledger is what a successor reads after a crash. Fenced where a call follows: a worker
+that lost its run (partitioned from the database past its lease, frozen, taken over)
+starts no effect, because ``effect_begin`` and ``effect_retry`` given the lease refuse
+with ``LeaseLost`` once another holds the run (its other writes are refused already; a
+call needs ``started`` committed first). Recording how a call ended is not fenced: what
+happened must be written, whoever holds the run now. The other fenced write is
+``set_ending``: the decision that a run owing compensations (or a rollback) is ending,
 and how, which only the lease holder may take.
 """
 
@@ -30,15 +35,18 @@ class EffectStore(Protocol):
         *,
         compensate: str | None = None,
         compensates: str | None = None,
+        lease: Lease | None = None,
     ) -> tuple[Effect, bool]:
         """Record ``started`` (committed before the call leaves the process);
         ``(existing, False)``, unchanged, when the key is already in the ledger.
         ``compensate``: the import path of the function that undoes it; ``compensates``:
-        on an undoing, the key of the effect it undoes."""
+        on an undoing, the key of the effect it undoes. ``lease``: fenced (LeaseLost, and
+        nothing recorded, unless the lease is held)."""
 
     @abc.abstractmethod
-    async def effect_retry(self, run_id: str, key: str) -> Effect:
-        """Start a recorded effect again: ``started``, ``calls + 1``, error cleared."""
+    async def effect_retry(self, run_id: str, key: str, lease: Lease | None = None) -> Effect:
+        """Start a recorded effect again: ``started``, ``calls + 1``, error cleared.
+        ``lease``: fenced, as ``effect_begin``."""
 
     @abc.abstractmethod
     async def effect_finish(

@@ -465,6 +465,12 @@ RETURNING id;
 UPDATE outlast_waits SET status = 'resumed' WHERE id = %(id)s AND status = 'answered'
 RETURNING id;
 
+-- name: e_fence
+-- The run is still held by this lease: an effect starts only then.
+SELECT 1 AS held FROM outlast_runs
+WHERE id = %(run_id)s AND worker_id = %(worker_id)s AND lease_epoch = %(epoch)s
+  AND status IN ('running', 'cancelling') FOR KEY SHARE;
+
 -- name: e_begin
 -- Record an effect started, unless its key is in the ledger already.
 INSERT INTO outlast_effects (run_id, key, tool, args_hash, args, idempotent, status,
