@@ -1,7 +1,7 @@
 """A smoke of the nemesis (bench/nemesis.py), as CI runs it: ten trials, each fault at
 least once (SIGKILL of one process and of all, a worker frozen past its lease, Postgres
-restarted fast and as a crash, a worker partitioned from Postgres), on the bench's own Postgres cluster; nothing lost,
-nothing done twice, every stream equal to its log.
+restarted fast and as a crash, a worker partitioned from Postgres), on the bench's own
+Postgres cluster; nothing lost, nothing done twice, every stream equal to its log.
 
 It runs alone (``serial``): the trials restart processes and a Postgres on their own,
 and the machine's two cores are theirs for the while. It needs the machine's Postgres
