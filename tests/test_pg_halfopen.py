@@ -2,12 +2,9 @@
 (``outlast/store/pg_conninfo.py``, the listener's check in ``pg_listen.py``).
 
 The link is really cut, not simulated in-process: the process under test runs in a
-network namespace of its own, behind a router namespace, and reaches Postgres through a
-plain TCP relay on the host (the server listens on loopback only). The fault is a pair of
-blackhole routes in the router: every packet of the flow, both ways, is dropped in the
-network without a reset or an ICMP error, and neither end's own stack is touched, as
-when a NAT or a firewall forgets a connection. (``tc netem`` and ``iptables`` are not on
-every kernel and image the suite runs on; ``ip`` is.) Healing removes the routes.
+network namespace of its own, behind a router namespace (``tests/netns.py``: blackhole
+routes in the router drop every packet of the flow, without a reset), and reaches
+Postgres through a plain TCP relay on the host (the server listens on loopback only).
 
 The process under test is a short script (``PROBE``) on a store made from ``Settings``
 as ``outlast serve`` makes it, with a 3 s bound: left to the kernel, a statement would
@@ -21,10 +18,8 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +32,9 @@ from outlast.graph.registry import GraphRegistry
 from outlast.runtime.worker import Worker
 from outlast.store.pg_conninfo import bounded, dead_peer_options
 from outlast.vocabulary import RunStatus
+from tests import netns
 from tests.harness import GRAPHS, PATIENCE, REQUIRE_PG, eventually, make_settings, open_pg
+from tests.netns import Link
 from tests.util import new_run
 
 pytestmark = pytest.mark.postgres
@@ -118,70 +115,20 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
-def _ip(command: str) -> None:
-    subprocess.run(["ip", *command.split()], check=True, capture_output=True, timeout=30)
-
-
-@dataclass(frozen=True)
-class Link:
-    """A namespace (``ns``) whose one route to ``host_ip`` goes through ``router``."""
-
-    ns: str
-    router: str
-    client_ip: str
-    host_ip: str
-
-    def cut(self) -> None:
-        for ip in (self.client_ip, self.host_ip):
-            _ip(f"-n {self.router} route add blackhole {ip}/32")
-
-    def heal(self) -> None:
-        for ip in (self.client_ip, self.host_ip):
-            _ip(f"-n {self.router} route del blackhole {ip}/32")
-
-
 def _need_netns() -> None:
-    missing = "not root" if os.geteuid() != 0 else "no ip" if not shutil.which("ip") else ""
-    if missing:
+    why = netns.missing()
+    if why:
         if REQUIRE_PG:
-            pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but network namespaces are out: {missing}")
-        pytest.skip(f"network namespaces need root and iproute2: {missing}")
+            pytest.fail(f"OUTLAST_REQUIRE_POSTGRES=1 but network namespaces are out: {why}")
+        pytest.skip(f"network namespaces need root and iproute2: {why}")
 
 
 @pytest.fixture
 def link() -> Iterator[Link]:
     """Client namespace ─ router namespace ─ host, on addresses of this test's own."""
     _need_netns()
-    tag = uuid.uuid4().hex[:8]
-    n = int(tag, 16)
-    net = f"10.{200 + n % 50}.{(n >> 8) % 256}"
-    link = Link(f"olc{tag}", f"olr{tag}", f"{net}.2", f"{net}.6")
-    ns, router = link.ns, link.router
-    try:
-        for command in (
-            f"netns add {ns}",
-            f"netns add {router}",
-            f"link add oa{tag} netns {ns} type veth peer ob{tag} netns {router}",
-            f"link add oc{tag} netns {router} type veth peer od{tag}",
-            f"-n {ns} addr add {net}.2/30 dev oa{tag}",
-            f"-n {router} addr add {net}.1/30 dev ob{tag}",
-            f"-n {router} addr add {net}.5/30 dev oc{tag}",
-            f"addr add {net}.6/30 dev od{tag}",
-            f"-n {ns} link set lo up",
-            f"-n {ns} link set oa{tag} up",
-            f"-n {router} link set ob{tag} up",
-            f"-n {router} link set oc{tag} up",
-            f"link set od{tag} up",
-            f"-n {ns} route add default via {net}.1",
-            f"route add {net}.0/30 via {net}.5",
-        ):
-            _ip(command)
-        forward = ["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"]
-        subprocess.run(["ip", "netns", "exec", router, *forward], check=True, timeout=30)
-        yield link
-    finally:
-        for name in (ns, router):  # their veths go with them, and the host's route
-            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+    with netns.link() as made:
+        yield made
 
 
 class Relay:

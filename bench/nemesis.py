@@ -1,0 +1,234 @@
+"""The nemesis: trials of a workload under one fault each, and what each fault cost.
+
+    .venv/bin/python bench/nemesis.py --trials 1000 --hours 8      # the full run
+    .venv/bin/python bench/nemesis.py --trials 10 --out /tmp/smoke # what CI runs
+
+A trial: the deployment of bench/nemesis_cluster.py (two HTTP processes, three that
+execute runs) on a Postgres of the bench's own (bench/nemesis_pg.py) takes ``--runs``
+runs of ``slow`` on both faces, each followed by a streaming client
+(bench/nemesis_work.py); once the first effect is recorded and a random moment later, a
+fault drawn in turn from ``--faults`` (bench/nemesis_faults.py) strikes and is healed.
+Then the trial measures the recovery (from the heal until every process runs, every HTTP
+process is ready and a new run completes) and waits for the runs to settle, at most
+``--limit`` seconds, and counts from the record file and the database: runs lost,
+finished twice, effects twice, streams not exact, runs stuck.
+
+Bounded: it stops after ``--trials`` trials or ``--hours``, whichever comes first, and a
+trial's every wait has a limit. It exits 1 when any trial lost a run, finished one twice,
+did an effect twice, showed a stream that was not exact or left a run stuck.
+
+Writes ``<out>/nemesis.{json,md}`` (``--out`` defaults to bench/results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent)]  # the repository: tests/netns.py makes w1's network
+
+from benchkit import RESULTS, machine, now_iso  # noqa: E402
+from nemesis_cluster import Cluster  # noqa: E402
+from nemesis_faults import FAULTS  # noqa: E402
+from nemesis_pg import OwnPostgres  # noqa: E402
+from nemesis_work import counts, follow, read_log, settle, submit, verdict  # noqa: E402
+from peerkit import wait_for  # noqa: E402
+
+from tests import netns  # noqa: E402
+
+COUNTED = ("lost", "twice", "effects_twice", "inexact_streams", "log_repeats", "stuck")
+
+
+async def probe(cluster: Cluster, pg: OwnPostgres, limit: float) -> float | None:
+    """Seconds until the deployment serves and claims again, or None if that did not
+    happen within ``limit``: every process runs, every HTTP process is ready, a new run
+    completes through each of them, and w1 (in its own network) has spoken to Postgres
+    since (a claim poll, a renewal or its listener's check: it polls every few seconds
+    however idle, ``OUTLAST_QUEUE_POLL``)."""
+    began = time.monotonic()
+    deadline = began + limit
+    since = await _db_now(pg)
+    while not await cluster.healthy():
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.1)
+    for base in cluster.bases:
+        if not await _a_run_completes(base, deadline):
+            return None
+    while cluster.link is not None and not await _w1_spoke(pg, cluster.link.client_ip, since):
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.2)
+    return time.monotonic() - began
+
+
+async def _a_run_completes(base: str, deadline: float) -> bool:
+    body = {"graph": "ten", "input": {}}
+    async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=30.0)) as client:
+        while time.monotonic() < deadline:
+            try:
+                run = (await client.post(f"{base}/v1/runs", json=body)).json()
+                got = await client.get(f"{base}/v1/runs/{run['id']}/result?wait=20")
+                if got.status_code == 200:
+                    return True
+            except (httpx.HTTPError, KeyError, ValueError):
+                await asyncio.sleep(0.2)
+    return False
+
+
+async def _db_now(pg: OwnPostgres) -> Any:
+    async with await psycopg.AsyncConnection.connect(pg.url(), autocommit=True) as conn:
+        row = await (await conn.execute("SELECT now()")).fetchone()
+    return row[0] if row else None
+
+
+async def _w1_spoke(pg: OwnPostgres, address: str, since: Any) -> bool:
+    async with await psycopg.AsyncConnection.connect(pg.url(), autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = %s AND state_change > %s",
+            (address, since),
+        )
+        row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+async def trial(n: int, fault: str, cluster: Cluster, pg: OwnPostgres, opts: Any) -> dict[str, Any]:
+    rng = random.Random(f"{opts.seed}-{n}")
+    record = Path(opts.work) / f"trial-{n}.txt"
+    runs = await submit(cluster.bases, record, f"t{n}", opts.runs, rng)
+    followers = [follow(cluster.bases, run, opts.limit) for run in runs]
+
+    async def effect_done() -> bool:
+        return bool(counts(record, "effect"))
+
+    await wait_for(effect_done, opts.limit, step=0.05)
+    await asyncio.sleep(rng.uniform(0.0, 1.5))  # strike at a random moment of the runs
+    struck = time.monotonic()
+    detail = await FAULTS[fault](cluster, pg, rng)
+    healed = time.monotonic()
+    recovery = await probe(cluster, pg, opts.limit)
+    final = await settle(cluster.bases, runs, record, opts.limit)
+    await asyncio.wait(followers, timeout=15)
+    for task in followers:
+        task.cancel()
+    out = {"trial": n, "fault": fault, **detail, "fault_s": round(healed - struck, 2)}
+    out["recovery_s"] = None if recovery is None else round(recovery, 2)
+    for run in runs:
+        await read_log(cluster.bases, run)
+    return out | verdict(runs, record, final)
+
+
+def table(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for fault in sorted({r["fault"] for r in results}):
+        mine = [r for r in results if r["fault"] == fault]
+        times = sorted(r["recovery_s"] for r in mine if r["recovery_s"] is not None)
+        row: dict[str, Any] = {"trials": len(mine), "runs": sum(r["runs"] for r in mine)}
+        row |= {k: sum(r[k] for r in mine) for k in COUNTED}
+        row["not_recovered"] = sum(1 for r in mine if r["recovery_s"] is None)
+        row["recovery_p50_s"] = round(statistics.median(times), 2) if times else None
+        row["recovery_p99_s"] = (
+            times[min(len(times) - 1, int(len(times) * 0.99))] if times else None
+        )
+        rows[fault] = row
+    return rows
+
+
+def write(opts: Any, results: list[dict[str, Any]], started: dict[str, Any]) -> dict[str, Any]:
+    rows = table(results)
+    out = {**started, "ended": now_iso(), "load_at_end": os.getloadavg(), "table": rows}
+    out["trials"] = results
+    folder = Path(opts.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nemesis.json").write_text(json.dumps(out, indent=2) + "\n")
+    lines = [
+        f"# Nemesis ({started['when']} to {out['ended']})",
+        "",
+        f"{len(results)} trials of {opts.runs} runs each, seed `{opts.seed}`; machine: "
+        f"{json.dumps(started['machine'])}; load at the end {out['load_at_end']}.",
+        "",
+        "| fault | trials | runs | lost | twice | effects twice | inexact streams"
+        " | repeats in the log | stuck | not recovered | recovery p50 | recovery p99 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for fault, row in rows.items():
+        cells = [row[k] for k in ("trials", "runs", *COUNTED, "not_recovered")]
+        times = [
+            f"{row[k]} s" if row[k] is not None else "-"
+            for k in ("recovery_p50_s", "recovery_p99_s")
+        ]
+        lines.append(f"| `{fault}` | " + " | ".join(map(str, cells + times)) + " |")
+    (folder / "nemesis.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return out
+
+
+async def main(opts: Any) -> int:
+    with contextlib.ExitStack() as stack:
+        link = None if netns.missing() else stack.enter_context(netns.link())
+        if link is None and "partition" in opts.faults.split(","):
+            raise SystemExit(f"error: the partition needs network namespaces ({netns.missing()})")
+        return await deployment(opts, link)
+
+
+async def deployment(opts: Any, link: netns.Link | None) -> int:
+    faults = opts.faults.split(",")
+    pg = OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",))
+    await pg.create()
+    cluster = Cluster(pg, link)
+    cluster.partition_s = opts.partition_s
+    started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
+    results: list[dict[str, Any]] = []
+    stop_at = time.monotonic() + opts.hours * 3600
+    try:
+        await cluster.start("api")  # it migrates the database first
+        await cluster.start("serve", "w1", "w2")
+        for n in range(opts.trials):
+            if time.monotonic() > stop_at:
+                break
+            result = await trial(n, faults[n % len(faults)], cluster, pg, opts)
+            results.append(result)
+            print(json.dumps({k: v for k, v in result.items() if k != "inexact"}), flush=True)
+    finally:
+        cluster.stop()
+        await pg.remove()
+    rows = write(opts, results, started)["table"]
+    return 1 if any(row[k] for row in rows.values() for k in COUNTED) else 0
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=10)
+    p.add_argument("--hours", type=float, default=1.0, help="stop after this long")
+    p.add_argument("--runs", type=int, default=6, help="runs per trial")
+    p.add_argument("--limit", type=float, default=60.0, help="seconds a trial's runs may take")
+    p.add_argument("--faults", default=",".join(FAULTS), help="comma-separated, in turn")
+    p.add_argument("--seed", default="nemesis")
+    p.add_argument("--partition-seconds", default="5,120", help="the partition's length: min,max")
+    p.add_argument("--out", default=str(RESULTS))
+    opts = p.parse_args(argv)
+    unknown = set(opts.faults.split(",")) - set(FAULTS)
+    if unknown:
+        p.error(f"unknown faults {sorted(unknown)}; known: {', '.join(FAULTS)}")
+    opts.work = tempfile.mkdtemp(prefix="outlast-nemesis-")
+    low, high = (float(x) for x in opts.partition_seconds.split(","))
+    opts.partition_s = (low, high)
+    return opts
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse())))
