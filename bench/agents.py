@@ -30,6 +30,7 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import agents_report
@@ -69,6 +70,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "servers run every run in flight; lower it to see their queues)",
     )
     p.add_argument("--render", action="store_true", help="measure nothing: rewrite agents.md")
+    p.add_argument(
+        "--label",
+        help="write agents-LABEL.{json,md} instead (a variant: on one core, say, under taskset)",
+    )
     p.add_argument(
         "--add",
         action="store_true",
@@ -241,6 +246,10 @@ async def measure(opts: Any, stack: Stack, res: dict[str, Any], watch: busy.Watc
                 write(res, watch)
 
 
+def _named(label: str | None, suffix: str) -> Path:
+    return RESULTS / (f"agents-{label}.{suffix}" if label else f"agents.{suffix}")
+
+
 def write(res: dict[str, Any], watch: busy.Watch | None = None) -> None:
     """The results so far: a run stopped early still says how loaded the machine was."""
     if watch is not None and watch.elapsed:
@@ -248,8 +257,9 @@ def write(res: dict[str, Any], watch: busy.Watch | None = None) -> None:
         res["busy"] = {"others_cores": r(cores), "busy": cores > busy.BUSY_CORES}
         res["load_average_at_end"] = [r(x) for x in os.getloadavg()]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "agents.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
-    (RESULTS / "agents.md").write_text(agents_report.markdown(res))
+    label = res["options"].get("label")
+    _named(label, "json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    _named(label, "md").write_text(agents_report.markdown(res))
 
 
 def keep(res: dict[str, Any], prior: dict[str, Any]) -> None:
@@ -269,7 +279,7 @@ def keep(res: dict[str, Any], prior: dict[str, Any]) -> None:
 async def main(argv: list[str] | None = None) -> None:
     opts = parse_args(argv)
     if opts.render:
-        write(json.loads((RESULTS / "agents.json").read_text()))
+        write(json.loads(_named(opts.label, "json").read_text()))
         return
     began = time.monotonic()
     res: dict[str, Any] = {
@@ -279,8 +289,8 @@ async def main(argv: list[str] | None = None) -> None:
         "unavailable": {},
         "peers": {},
     }
-    if opts.add and (RESULTS / "agents.json").exists():
-        keep(res, json.loads((RESULTS / "agents.json").read_text()))
+    if opts.add and _named(opts.label, "json").exists():
+        keep(res, json.loads(_named(opts.label, "json").read_text()))
     watch = busy.Watch().start()
     async with contextlib.AsyncExitStack() as exits:
         await measure(opts, Stack(opts, exits), res, watch)
@@ -288,7 +298,7 @@ async def main(argv: list[str] | None = None) -> None:
     res["total_s"] = round(time.monotonic() - began)
     res["load_average_at_end"] = [r(x) for x in os.getloadavg()]
     write(res)
-    print(f"wrote {RESULTS / 'agents.md'} in {res['total_s']} s")
+    print(f"wrote {_named(opts.label, 'md')} in {res['total_s']} s")
 
 
 if __name__ == "__main__":

@@ -59,14 +59,17 @@ def test_a_backoff_counts_failures_and_starts_over_when_reset() -> None:
 
 
 class _Flaky:
-    """An event store whose append fails ``failures`` times, then works."""
+    """An event store whose append fails ``failures`` times, then works; it keeps the
+    token of each attempt."""
 
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls = 0
+        self.tokens: list[str | None] = []
 
-    async def append(self, lease: Lease, batch: list[EventDraft]) -> int:
+    async def append(self, lease: Lease, batch: list[EventDraft], token: str | None = None) -> int:
         self.calls += 1
+        self.tokens.append(token)
         if self.calls <= self.failures:
             raise ConnectionError("the connection dropped")
         return len(batch)
@@ -76,10 +79,11 @@ async def test_the_sink_retries_a_failed_append_by_its_policy() -> None:
     lease = Lease("run", "worker", 1)
     flaky = _Flaky(failures=4)  # the fifth and last attempt works
     sink = EventSink(cast(EventStore, flaky), lease, on_error=lambda exc: None)
-    assert await sink._write([EventDraft("custom", {})]) == 1
+    assert await sink._write([EventDraft("custom", {})], "t-1") == 1
     assert flaky.calls == 5
+    assert flaky.tokens == ["t-1"] * 5  # every attempt of the batch is the same batch
     hopeless = _Flaky(failures=5)
     sink = EventSink(cast(EventStore, hopeless), lease, on_error=lambda exc: None)
     with pytest.raises(ConnectionError):
-        await sink._write([EventDraft("custom", {})])
+        await sink._write([EventDraft("custom", {})], "t-2")
     assert hopeless.calls == 5

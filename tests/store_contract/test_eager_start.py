@@ -14,7 +14,7 @@ from tests.store_contract.support import Notes, claimed, notes_of, shape
 from tests.util import lg_run_of, new_run
 
 CREATED = (EventType.RUN_CREATED, {"status", "graph", "thread_id"})
-STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id"})
+STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id", "epoch"})
 
 
 def eager(new: NewRun, worker: str = "we") -> NewRun:
@@ -27,7 +27,12 @@ async def assert_started_eagerly(store: Store, run: Run, worker: str = "we") -> 
     assert run.lease_expires_at is not None
     events = await store.read_events(run.id, 0, 10)
     assert shape(events) == [CREATED, STARTED]
-    assert events[1].data == {"status": RunStatus.RUNNING, "attempt": 1, "worker_id": worker}
+    assert events[1].data == {
+        "status": RunStatus.RUNNING,
+        "attempt": 1,
+        "worker_id": worker,
+        "epoch": 1,
+    }
     # the lease is a real one: the worker's writes pass the fence
     await store.finish(
         Lease(run.id, worker, run.lease_epoch),

@@ -21,7 +21,7 @@ from tests.store_contract.support import (
 )
 from tests.util import new_run
 
-STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id"})
+STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id", "epoch"})
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 
 
@@ -134,6 +134,7 @@ async def test_claim_is_exclusive_and_ordered(store: Store, notes: Notes) -> Non
             "status": RunStatus.RUNNING,
             "attempt": 1,
             "worker_id": run.worker_id,
+            "epoch": 1,  # which execution: a live chunk's number says its epoch
         }
     assert await notes.take() == {(EVENTS, i) for i in ids}
     assert await store.claim("wc", 30, 10) == []
