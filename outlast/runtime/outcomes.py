@@ -35,13 +35,17 @@ _PRIORITY = {SHUTDOWN: 0, SUPERVISOR: 1, CANCEL: 2, STORE_FAILED: 3, LEASE_LOST:
 
 def store_failure(exc: BaseException) -> bool:
     """An error of the database, not of the graph: connection lost, server restarting,
-    pool exhausted, disk full."""
+    pool exhausted, disk full, a connection's prepared statements out of step."""
     import sqlite3
 
     import psycopg
 
     failures = (StoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
     if isinstance(exc, failures):
+        return True
+    # a connection whose prepared statements the client misjudged (store/pg_pool.py's
+    # pipeline()): the connection's fault, not the graph's; the next one is clean
+    if isinstance(exc, psycopg.errors.InvalidSqlStatementName):
         return True
     return isinstance(exc, sqlite3.OperationalError) and any(
         words in str(exc) for words in ("disk", "locked", "I/O", "full")

@@ -42,6 +42,7 @@ from outlast.errors import LeaseLost
 from outlast.faults import BATCH_BEFORE_COMMIT, afault_point
 from outlast.store.base import EventLender, Lease, Lent
 from outlast.store.batcher import Batcher, Statement
+from outlast.store.pg_pool import pipeline
 
 FENCE = "SELECT outlast_fence(%s, %s, %s)"
 FENCE_MANY = (
@@ -102,6 +103,8 @@ class GroupCommit:
                 await self._send(conn, batch, carriers)
             except psycopg.Error as exc:
                 _settle(batch, {})
+                # the server refused a statement: nothing was committed (the pipeline
+                # closed the connection, whose prepared statements psycopg misjudges)
                 if exc.sqlstate is not None and not conn.broken:
                     raise _Rolledback(exc) from exc
                 raise
@@ -120,7 +123,7 @@ class GroupCommit:
         batch: list[_Write],
         carriers: list[tuple[_Write, psycopg.AsyncCursor[Any]]],
     ) -> None:
-        async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+        async with pipeline(conn), conn.cursor(binary=True, row_factory=dict_row) as cur:
             # One statement fences every lease of the batch whose write carries no
             # events: its row locks hold until the commit, so they cover each write
             # that follows; a carried append fences its own write (queries.sql).

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -63,6 +65,27 @@ class IdleCheck:
             return
         self.pings += 1
         await AsyncConnectionPool.check_connection(conn)
+
+
+@asynccontextmanager
+async def pipeline(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
+    """``conn.pipeline()``, and the connection closed when the server refused a
+    statement in it, so the pool replaces it.
+
+    Why: psycopg (3.3.9) prepares a statement the time it reaches its prepare threshold;
+    when that happens inside a pipeline the server aborted (an earlier statement failed:
+    a refused fence, say), the server skips the ``Parse`` but psycopg records the
+    statement as prepared, and every later use of it on that connection fails with
+    "prepared statement does not exist" (``tests/test_pg_pipeline.py``). The nemesis
+    found runs failed so after workers lost leases. A closed connection is cheap to
+    replace; a server error in a pipeline is rare."""
+    try:
+        async with conn.pipeline():
+            yield
+    except psycopg.Error as exc:
+        if exc.sqlstate is not None and not conn.closed:
+            await conn.close()
+        raise
 
 
 class GatedPool(AsyncConnectionPool[Conn]):

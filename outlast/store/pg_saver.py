@@ -58,6 +58,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from outlast.errors import LeaseLost
+from outlast.store import pg_pool
 from outlast.store.base import EventLender, Lease
 from outlast.store.batcher import Statement
 from outlast.store.group_commit import FENCE, FENCE_REFUSED, AppendStatement, GroupCommit
@@ -180,7 +181,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             try:
                 async with conn.cursor(row_factory=dict_row) as carried:
                     async with (
-                        conn.pipeline(),
+                        pg_pool.pipeline(conn),
                         conn.cursor(binary=True, row_factory=dict_row) as cur,
                     ):
                         if batch and lease is not None and self.append is not None:

@@ -42,7 +42,7 @@ from outlast.store.outbox_ops import OutboxOps, insert_run_webhooks
 from outlast.store.park_ops import ParkOps
 from outlast.store.pg_conninfo import DEAD_PEER_TIMEOUT
 from outlast.store.pg_listen import Listener
-from outlast.store.pg_pool import Conn, make_pool
+from outlast.store.pg_pool import Conn, make_pool, pipeline
 from outlast.store.pg_saver import FencedPostgresSaver
 from outlast.store.pg_tx import PgTx
 from outlast.store.rows import (
@@ -245,7 +245,7 @@ class PostgresStore(
             # acceptances on one thread go one after the other, and the claim, a later
             # statement with a later snapshot, sees every run committed before it.
             async with self.pool.connection() as conn:
-                async with conn.pipeline():
+                async with pipeline(conn):
                     inserted = await conn.execute(self._q["insert_run"], self._insert_params(new))
                     claimed = await conn.execute(self._q["claim"], self._claim_params(new))
                     await conn.execute(self._q["announce_queued"], {"id": new.id})
