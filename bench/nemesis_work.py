@@ -36,6 +36,9 @@ from outlast.client.sse import frames
 TICKS = 4
 FINAL = frozenset({"completed", "failed", "cancelled"})
 NATIVE_END = frozenset({"run.completed", "run.failed", "run.cancelled"})
+# The LangGraph face's frames that are not events of the log: they carry the cursor they
+# sit at, so a rejoin there sends them again with the same id (api/lg/wire.py).
+SIGNALS = frozenset({"metadata", "end"})
 
 
 @dataclass
@@ -160,16 +163,16 @@ async def follow_native(bases: list[str], run: Followed, limit: float) -> None:
 
 
 async def follow_lg(bases: list[str], run: Followed, limit: float) -> None:
-    deadline, attempt = time.monotonic() + limit, 0
+    deadline, attempt, last = time.monotonic() + limit, 0, None
     while time.monotonic() < deadline:
         client = get_client(url=bases[attempt % len(bases)])
         attempt += 1
         try:
-            last = run.ids[-1] if run.ids else None
             async for part in client.runs.join_stream(
                 run.thread_id, run.run_id, last_event_id=last
             ):
-                if part.id:
+                last = part.id or last
+                if part.id and part.event not in SIGNALS:
                     run.ids.append(part.id)
                 if part.event == "custom" and isinstance(part.data, dict):
                     run.ticks.append(int(part.data["tick"]))
@@ -244,7 +247,8 @@ def verdict(runs: list[Followed], record: Path, final: dict[str, str]) -> dict[s
         "rejoins": sum(r.rejoins for r in runs),
         "inexact": [
             {"key": r.key, "run_id": r.run_id, "face": r.face, "ticks": r.ticks}
-            | {"outcome": r.outcome, "log": [f"{seq}:{kind}" for seq, kind, _ in r.log]}
+            | {"outcome": r.outcome, "ids": r.ids}
+            | {"log": [f"{seq}:{kind}" for seq, kind, _ in r.log]}
             for r in inexact
         ],
     }
