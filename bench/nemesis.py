@@ -43,9 +43,10 @@ sys.path[:0] = [str(HERE.parent)]  # the repository: tests/netns.py makes w1's n
 
 from benchkit import RESULTS, machine, now_iso  # noqa: E402
 from nemesis_cluster import Cluster  # noqa: E402
+from nemesis_diag import diagnose  # noqa: E402
 from nemesis_faults import FAULTS  # noqa: E402
 from nemesis_pg import OwnPostgres  # noqa: E402
-from nemesis_work import counts, follow, read_log, settle, submit, verdict  # noqa: E402
+from nemesis_work import FINAL, counts, follow, read_log, settle, submit, verdict  # noqa: E402
 from peerkit import wait_for  # noqa: E402
 
 from tests import netns  # noqa: E402
@@ -129,6 +130,9 @@ async def trial(n: int, fault: str, cluster: Cluster, pg: OwnPostgres, opts: Any
     out["recovery_s"] = None if recovery is None else round(recovery, 2)
     for run in runs:
         await read_log(cluster.bases, run)
+    stuck = [(r.key, r.run_id) for r in runs if final.get(r.key) not in FINAL]
+    if stuck:
+        out["stuck_files"] = await diagnose(cluster, pg, stuck, Path(opts.out), n)
     return out | verdict(runs, record, final)
 
 

@@ -16,7 +16,7 @@ from langgraph_sdk.auth import Auth
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from outlast import __version__, heap
+from outlast import __version__, heap, taskdump
 from outlast.api import console, document, lg, problems
 from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
@@ -175,6 +175,7 @@ class _Parts:
         app.state.ctx = AppContext(s, graphs, self.settings, worker, http=self.serving.runs)
         if self.settle_heap:
             heap.settle()
+        taskdump.install()
         try:
             async with mcp_routes.running(app):
                 yield

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from outlast import __version__, heap, logs, processes
+from outlast import __version__, heap, logs, processes, taskdump
 from outlast.cli.serve import cmd_serve, process_count
 from outlast.cli.support import common_flags, console, describe, settings_from
 from outlast.config import Settings
@@ -39,6 +39,7 @@ async def _worker_main(settings: Settings) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)
+        taskdump.install(loop)
         console.print(
             f"[bold]outlast worker[/] {worker.id} on {describe(settings)}; "
             f"graphs: {', '.join(graphs.names)}"
