@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from outlast.cancelling import cancel_and_wait
 from outlast.errors import LeaseLost
 from outlast.runtime import metrics
 from outlast.runtime.looks import Activity
@@ -201,6 +202,4 @@ class ActivityTracker:
     async def close(self) -> None:
         for task in list(self._supervisions):
             task.cancel()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel_and_wait(self._task)

@@ -32,6 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from outlast.cancelling import cancel_and_wait
 from outlast.errors import LeaseLost
 from outlast.retry import RetryPolicy
 from outlast.store import EventDraft, EventStore, Lease, Lent
@@ -125,9 +126,7 @@ class EventSink:
     async def close(self) -> None:
         with contextlib.suppress(BaseException):
             await self.flush()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel_and_wait(self._task)
 
     # -- carried by checkpoint writes --------------------------------------------------
 

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from outlast.cancelling import cancel_and_wait
+
 T = TypeVar("T")
 
 # A batch's size: large enough that fifty runs' steps share one transaction, small
@@ -87,9 +89,7 @@ class Batcher(Generic[T]):
         """Stop the writer: the batch in flight and every write still waiting are
         cancelled, so no caller waits for a writer that is gone."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         pending, self._pending = self._pending, []
         for entry in pending:
             entry.done.cancel()

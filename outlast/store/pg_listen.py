@@ -37,6 +37,7 @@ from typing import Any
 
 import psycopg
 
+from outlast.cancelling import cancel_and_wait
 from outlast.retry import Backoff, RetryPolicy
 from outlast.store.hub import (
     CONTROL,
@@ -111,9 +112,7 @@ class Listener:
             self._retire.cancel()
         for task in (self._task, self._events):
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         self._task = self._events = None
 
     def _interest(self, watched: bool) -> None:
