@@ -16,6 +16,18 @@ from that moment until the deployment serves and completes a run again.
   for a while (``Cluster.partition_s``) with every packet dropped, no reset
   (``tests/netns.py``), then healed: its connections go half-open, its leases run out
   and its runs are taken over; on healing, what it still tries must be refused.
+- ``latency``: every chunk between ``w1`` and Postgres, both ways, held 100 to 300 ms
+  by the relay it reaches Postgres through (bench/nemesis_relay.py) for a while
+  (``Cluster.latency_s``), then sent at once again: its queries, renewals and claims
+  take a round trip of about half a second instead of a fraction of a millisecond.
+
+On SQLite (``--backend sqlite``: one process, its store on a small tmpfs), ``kill_one``
+and ``kill_all`` are the SIGKILL of that process, and:
+
+- ``full_disk``: a file written into the tmpfs until the disk is full (ENOSPC), held a
+  few seconds while the runs go on (their writes fail: they stop and wait), then
+  deleted; meanwhile a write through the native face must be refused with a ``503``
+  "Store full" (the fault says whether it saw one).
 """
 
 from __future__ import annotations
@@ -23,29 +35,33 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 from nemesis_cluster import LEASE_TTL, Cluster
+from nemesis_disk import fill
 from nemesis_pg import OwnPostgres
 
-Fault = Callable[[Cluster, OwnPostgres, random.Random], Awaitable[dict[str, Any]]]
+# ``pg`` is None on SQLite, where no fault needs it
+Fault = Callable[[Cluster, OwnPostgres | None, random.Random], Awaitable[dict[str, Any]]]
 
 
-async def kill_one(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def kill_one(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     name = rng.choice(sorted(cluster.members))
     cluster.kill(name)
     await cluster.start(name)
     return {"target": name}
 
 
-async def kill_all(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def kill_all(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     cluster.kill()
     await cluster.start()
     return {"target": "all"}
 
 
-async def freeze(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def freeze(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     member = rng.choice(cluster.workers)
     held = LEASE_TTL + rng.uniform(1.0, 4.0)
     member.signal(signal.SIGSTOP)
@@ -56,7 +72,9 @@ async def freeze(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[
     return {"target": member.name, "seconds": round(held, 1)}
 
 
-async def _pg_restart(pg: OwnPostgres, mode: str, rng: random.Random) -> dict[str, Any]:
+async def _pg_restart(pg: OwnPostgres | None, mode: str, rng: random.Random) -> dict[str, Any]:
+    if pg is None:
+        raise RuntimeError("no Postgres to restart: a Postgres fault on SQLite")
     down = rng.uniform(0.0, 3.0)
     await pg.stop(mode)
     await asyncio.sleep(down)  # the database stays away a while: the fault's length
@@ -64,15 +82,17 @@ async def _pg_restart(pg: OwnPostgres, mode: str, rng: random.Random) -> dict[st
     return {"down_s": round(down, 1)}
 
 
-async def pg_fast(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def pg_fast(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     return await _pg_restart(pg, "fast", rng)
 
 
-async def pg_immediate(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def pg_immediate(
+    cluster: Cluster, pg: OwnPostgres | None, rng: random.Random
+) -> dict[str, Any]:
     return await _pg_restart(pg, "immediate", rng)
 
 
-async def partition(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> dict[str, Any]:
+async def partition(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     if cluster.link is None:
         raise RuntimeError("no network namespace for w1: the partition needs root and ip")
     held = rng.uniform(*cluster.partition_s)
@@ -84,6 +104,48 @@ async def partition(cluster: Cluster, pg: OwnPostgres, rng: random.Random) -> di
     return {"target": "w1", "seconds": round(held, 1)}
 
 
+async def latency(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
+    if cluster.relay is None:
+        raise RuntimeError("no relay for w1: the latency needs its network namespace")
+    held = rng.uniform(*cluster.latency_s)
+    cluster.relay.slow(True)
+    try:
+        await asyncio.sleep(held)
+    finally:
+        cluster.relay.slow(False)
+    return {"target": "w1", "seconds": round(held, 1), "chunks_held": await cluster.relay.held()}
+
+
+async def _refused(base: str, until: float) -> bool:
+    """Whether a write through the native face is refused as the store's being full
+    before ``until``. A write may still fit in room SQLite had already taken (its WAL):
+    such a run is accepted, and completes like any other."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        while time.monotonic() < until:
+            try:
+                got = await client.post(f"{base}/v1/runs", json={"graph": "ten", "input": {}})
+                if got.status_code == 503 and got.json().get("title") == "Store full":
+                    return True
+            except (httpx.HTTPError, ValueError):
+                pass
+            await asyncio.sleep(0.2)
+    return False
+
+
+async def full_disk(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
+    if cluster.disk is None:
+        raise RuntimeError("no disk to fill: full_disk is a fault of the SQLite deployment")
+    held = rng.uniform(2.0, 6.0)
+    filler = fill(cluster.disk)
+    try:
+        until = time.monotonic() + held
+        refused = await _refused(cluster.bases[0], until)
+        await asyncio.sleep(max(0.0, until - time.monotonic()))
+    finally:
+        filler.unlink()
+    return {"target": "disk", "seconds": round(held, 1), "refused_503": refused}
+
+
 FAULTS: dict[str, Fault] = {
     "kill_one": kill_one,
     "kill_all": kill_all,
@@ -91,4 +153,10 @@ FAULTS: dict[str, Fault] = {
     "pg_fast": pg_fast,
     "pg_immediate": pg_immediate,
     "partition": partition,
+    "latency": latency,
+    "full_disk": full_disk,
 }
+# What each deployment can suffer: SQLite has no Postgres and no second process to cut.
+POSTGRES_FAULTS = ("kill_one", "kill_all", "freeze", "pg_fast", "pg_immediate", "partition",
+                   "latency")  # fmt: skip
+SQLITE_FAULTS = ("kill_one", "full_disk")
