@@ -33,6 +33,7 @@ and ``kill_all`` are the SIGKILL of that process, and:
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 import signal
 import time
@@ -43,6 +44,7 @@ import httpx
 from nemesis_cluster import LEASE_TTL, Cluster
 from nemesis_disk import fill
 from nemesis_pg import OwnPostgres
+from prometheus_client.parser import text_string_to_metric_families
 
 # ``pg`` is None on SQLite, where no fault needs it
 Fault = Callable[[Cluster, OwnPostgres | None, random.Random], Awaitable[dict[str, Any]]]
@@ -116,34 +118,64 @@ async def latency(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) 
     return {"target": "w1", "seconds": round(held, 1), "chunks_held": await cluster.relay.held()}
 
 
-async def _refused(base: str, until: float) -> bool:
-    """Whether a write through the native face is refused as the store's being full
-    before ``until``. A write may still fit in room SQLite had already taken (its WAL):
-    such a run is accepted, and completes like any other."""
+# A signal's payload near its limit (``OUTLAST_MAX_ANSWER_BYTES``, 64 kB): each write
+# accepted on the full disk takes room SQLite had already taken (its WAL), so a few of
+# them use that room up and the next is refused, instead of small writes fitting in it
+# for as long as the disk stays full.
+BULKY = {"payload": "x" * 48_000}
+
+
+async def _refused(base: str, limit: float) -> tuple[float | None, collections.Counter[str]]:
+    """When a write through the native face was first refused as the store's being full
+    (None: not within ``limit`` seconds), and every answer seen until then."""
+    seen: collections.Counter[str] = collections.Counter()
+    deadline = time.monotonic() + limit
     async with httpx.AsyncClient(timeout=10.0) as client:
-        while time.monotonic() < until:
+        while time.monotonic() < deadline:
             try:
-                got = await client.post(f"{base}/v1/runs", json={"graph": "ten", "input": {}})
-                if got.status_code == 503 and got.json().get("title") == "Store full":
-                    return True
-            except (httpx.HTTPError, ValueError):
-                pass
-            await asyncio.sleep(0.2)
-    return False
+                got = await client.post(f"{base}/v1/signals/nemesis-disk", json=BULKY)
+                title = got.json().get("title", "") if got.status_code >= 400 else ""
+                seen[f"{got.status_code} {title}".strip()] += 1
+                if got.status_code == 503 and title == "Store full":
+                    return time.monotonic(), seen
+            except (httpx.HTTPError, ValueError) as exc:
+                seen[type(exc).__name__] += 1
+            await asyncio.sleep(0.05)
+    return None, seen
+
+
+async def _stopped_by_store(base: str) -> float:
+    """Runs whose execution stopped on a store failure, as the process counts them: the
+    runs the full disk met, not only the writes the fault made."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        text = (await client.get(f"{base}/metrics")).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "outlast_worker_runs_finished_total"
+        and sample.labels.get("outcome") == "store_failed"
+    )
 
 
 async def full_disk(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) -> dict[str, Any]:
     if cluster.disk is None:
         raise RuntimeError("no disk to fill: full_disk is a fault of the SQLite deployment")
     held = rng.uniform(2.0, 6.0)
+    stopped = await _stopped_by_store(cluster.bases[0])
+    began = time.monotonic()
     filler = fill(cluster.disk)
     try:
-        until = time.monotonic() + held
-        refused = await _refused(cluster.bases[0], until)
-        await asyncio.sleep(max(0.0, until - time.monotonic()))
+        refused_at, seen = await _refused(cluster.bases[0], 20.0)
+        # the disk stays full a while once writes fail: the runs meet it meanwhile
+        await asyncio.sleep(held if refused_at is not None else 0.0)
     finally:
         filler.unlink()
-    return {"target": "disk", "seconds": round(held, 1), "refused_503": refused}
+    out: dict[str, Any] = {"target": "disk", "seconds": round(time.monotonic() - began, 1)}
+    out["refused_503"] = refused_at is not None
+    out["runs_stopped"] = await _stopped_by_store(cluster.bases[0]) - stopped
+    out["until_refused_s"] = None if refused_at is None else round(refused_at - began, 2)
+    return out | {"answers": dict(seen)}
 
 
 FAULTS: dict[str, Fault] = {
