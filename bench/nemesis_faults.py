@@ -24,10 +24,11 @@ from that moment until the deployment serves and completes a run again.
 On SQLite (``--backend sqlite``: one process, its store on a small tmpfs), ``kill_one``
 and ``kill_all`` are the SIGKILL of that process, and:
 
-- ``full_disk``: a file written into the tmpfs until the disk is full (ENOSPC), held a
-  few seconds while the runs go on (their writes fail: they stop and wait), then
-  deleted; meanwhile a write through the native face must be refused with a ``503``
-  "Store full" (the fault says whether it saw one).
+- ``full_disk``: a file written into the tmpfs until the disk is full (ENOSPC); then
+  writes through the native face until one is refused with a ``503`` "Store full" (the
+  fault says whether one was, and after what), the disk kept full a few seconds more
+  while the runs meet it (their writes fail: they stop, and are taken back once their
+  lease runs out), then the file deleted.
 """
 
 from __future__ import annotations
