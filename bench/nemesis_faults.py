@@ -126,7 +126,7 @@ async def latency(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random) 
 BULKY = {"payload": "x" * 48_000}
 
 
-async def _refused(base: str, limit: float) -> tuple[float | None, collections.Counter[str]]:
+async def refused_write(base: str, limit: float) -> tuple[float | None, collections.Counter[str]]:
     """When a write through the native face was first refused as the store's being full
     (None: not within ``limit`` seconds), and every answer seen until then."""
     seen: collections.Counter[str] = collections.Counter()
@@ -167,7 +167,7 @@ async def full_disk(cluster: Cluster, pg: OwnPostgres | None, rng: random.Random
     began = time.monotonic()
     filler = fill(cluster.disk)
     try:
-        refused_at, seen = await _refused(cluster.bases[0], 20.0)
+        refused_at, seen = await refused_write(cluster.bases[0], 20.0)
         # the disk stays full a while once writes fail: the runs meet it meanwhile
         await asyncio.sleep(held if refused_at is not None else 0.0)
     finally:
