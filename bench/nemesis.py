@@ -194,19 +194,25 @@ async def main(opts: Any) -> int:
     with contextlib.ExitStack() as stack:
         if opts.backend == "sqlite":
             disk = stack.enter_context(small_disk(Path(opts.work) / "disk", opts.disk_mb))
-            return await deployment(opts, Cluster(None, disk=disk), None)
+            return await run_trials(opts, Cluster(None, disk=disk), None)
         link = None if netns.missing() else stack.enter_context(netns.link())
         if link is None and {"partition", "latency"} & set(opts.faults.split(",")):
             raise SystemExit(f"error: w1's link needs network namespaces ({netns.missing()})")
-        pg = OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",))
-        await pg.create()
-        try:
-            return await deployment(opts, Cluster(pg, link), pg)
-        finally:
-            await pg.remove()
+        return await deployment(opts, link)
 
 
-async def deployment(opts: Any, cluster: Cluster, pg: OwnPostgres | None) -> int:
+async def deployment(opts: Any, link: netns.Link | None) -> int:
+    """The trials on the Postgres deployment, on a Postgres made for them."""
+    pg = OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",))
+    await pg.create()
+    try:
+        return await run_trials(opts, Cluster(pg, link), pg)
+    finally:
+        await pg.remove()
+
+
+async def run_trials(opts: Any, cluster: Cluster, pg: OwnPostgres | None) -> int:
+    """``opts.trials`` trials on ``cluster`` (``pg``: its Postgres, None on SQLite)."""
     faults = opts.faults.split(",")
     cluster.partition_s, cluster.latency_s = opts.partition_s, opts.latency_s
     started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
