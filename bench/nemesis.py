@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/nemesis.py --trials 1000 --hours 8      # the full run
     .venv/bin/python bench/nemesis.py --trials 10 --out /tmp/smoke # what CI runs
+    .venv/bin/python bench/nemesis.py --backend sqlite             # one process on SQLite
 
 A trial: the deployment of bench/nemesis_cluster.py (two HTTP processes, three that
 execute runs) on a Postgres of the bench's own (bench/nemesis_pg.py) takes ``--runs``
@@ -12,6 +13,9 @@ Then the trial measures the recovery (from the heal until every process runs, ev
 process is ready and a new run completes) and waits for the runs to settle, at most
 ``--limit`` seconds, and counts from the record file and the database: runs lost,
 finished twice, effects twice, streams not exact, runs stuck.
+
+With ``--backend sqlite`` the deployment is one ``outlast serve`` whose SQLite store is on
+a small tmpfs (bench/nemesis_disk.py), and the faults are its SIGKILL and a full disk.
 
 Bounded: it stops after ``--trials`` trials or ``--hours``, whichever comes first, and a
 trial's every wait has a limit. It exits 1 when any trial lost a run, finished one twice,
@@ -44,7 +48,8 @@ sys.path[:0] = [str(HERE.parent)]  # the repository: tests/netns.py makes w1's n
 from benchkit import RESULTS, machine, now_iso  # noqa: E402
 from nemesis_cluster import Cluster  # noqa: E402
 from nemesis_diag import diagnose  # noqa: E402
-from nemesis_faults import FAULTS  # noqa: E402
+from nemesis_disk import small_disk  # noqa: E402
+from nemesis_faults import FAULTS, POSTGRES_FAULTS, SQLITE_FAULTS  # noqa: E402
 from nemesis_pg import OwnPostgres  # noqa: E402
 from nemesis_work import FINAL, counts, follow, read_log, settle, submit, verdict  # noqa: E402
 from peerkit import wait_for  # noqa: E402
@@ -54,15 +59,17 @@ from tests import netns  # noqa: E402
 COUNTED = ("lost", "twice", "effects_twice", "inexact_streams", "log_repeats", "stuck")
 
 
-async def probe(cluster: Cluster, pg: OwnPostgres, limit: float) -> float | None:
+async def probe(cluster: Cluster, pg: OwnPostgres | None, limit: float) -> float | None:
     """Seconds until the deployment serves and claims again, or None if that did not
     happen within ``limit``: every process runs, every HTTP process is ready, a new run
     completes through each of them, and w1 (in its own network) has spoken to Postgres
     since (a claim poll, a renewal or its listener's check: it polls every few seconds
-    however idle, ``OUTLAST_QUEUE_POLL``)."""
+    however idle, ``OUTLAST_QUEUE_POLL``). Without a Postgres or a w1 (SQLite), the
+    last is not asked."""
     began = time.monotonic()
     deadline = began + limit
-    since = await _db_now(pg)
+    w1 = cluster.w1_address if pg is not None else None
+    since = await _db_now(pg) if pg is not None and w1 is not None else None
     while not await cluster.healthy():
         if time.monotonic() > deadline:
             return None
@@ -70,7 +77,7 @@ async def probe(cluster: Cluster, pg: OwnPostgres, limit: float) -> float | None
     for base in cluster.bases:
         if not await _a_run_completes(base, deadline):
             return None
-    while cluster.link is not None and not await _w1_spoke(pg, cluster.link.client_ip, since):
+    while pg is not None and w1 is not None and not await _w1_spoke(pg, w1, since):
         if time.monotonic() > deadline:
             return None
         await asyncio.sleep(0.2)
@@ -107,7 +114,9 @@ async def _w1_spoke(pg: OwnPostgres, address: str, since: Any) -> bool:
     return bool(row and row[0])
 
 
-async def trial(n: int, fault: str, cluster: Cluster, pg: OwnPostgres, opts: Any) -> dict[str, Any]:
+async def trial(
+    n: int, fault: str, cluster: Cluster, pg: OwnPostgres | None, opts: Any
+) -> dict[str, Any]:
     rng = random.Random(f"{opts.seed}-{n}")
     record = Path(opts.work) / f"trial-{n}.txt"
     runs = await submit(cluster.bases, record, f"t{n}", opts.runs, rng)
@@ -183,24 +192,37 @@ def write(opts: Any, results: list[dict[str, Any]], started: dict[str, Any]) -> 
 
 async def main(opts: Any) -> int:
     with contextlib.ExitStack() as stack:
+        if opts.backend == "sqlite":
+            disk = stack.enter_context(small_disk(Path(opts.work) / "disk", opts.disk_mb))
+            return await run_trials(opts, Cluster(None, disk=disk), None)
         link = None if netns.missing() else stack.enter_context(netns.link())
-        if link is None and "partition" in opts.faults.split(","):
-            raise SystemExit(f"error: the partition needs network namespaces ({netns.missing()})")
+        if link is None and {"partition", "latency"} & set(opts.faults.split(",")):
+            raise SystemExit(f"error: w1's link needs network namespaces ({netns.missing()})")
         return await deployment(opts, link)
 
 
 async def deployment(opts: Any, link: netns.Link | None) -> int:
-    faults = opts.faults.split(",")
+    """The trials on the Postgres deployment, on a Postgres made for them."""
     pg = OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",))
     await pg.create()
-    cluster = Cluster(pg, link)
-    cluster.partition_s = opts.partition_s
+    try:
+        return await run_trials(opts, Cluster(pg, link), pg)
+    finally:
+        await pg.remove()
+
+
+async def run_trials(opts: Any, cluster: Cluster, pg: OwnPostgres | None) -> int:
+    """``opts.trials`` trials on ``cluster`` (``pg``: its Postgres, None on SQLite)."""
+    faults = opts.faults.split(",")
+    cluster.partition_s, cluster.latency_s = opts.partition_s, opts.latency_s
     started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
     results: list[dict[str, Any]] = []
     stop_at = time.monotonic() + opts.hours * 3600
     try:
-        await cluster.start("api")  # it migrates the database first
-        await cluster.start("serve", "w1", "w2")
+        first, *others = cluster.members  # the first migrates the database, alone
+        await cluster.start(first)
+        if others:
+            await cluster.start(*others)
         for n in range(opts.trials):
             if time.monotonic() > stop_at:
                 break
@@ -209,7 +231,6 @@ async def deployment(opts: Any, link: netns.Link | None) -> int:
             print(json.dumps({k: v for k, v in result.items() if k != "inexact"}), flush=True)
     finally:
         cluster.stop()
-        await pg.remove()
     rows = write(opts, results, started)["table"]
     return 1 if any(row[k] for row in rows.values() for k in COUNTED) else 0
 
@@ -220,18 +241,28 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hours", type=float, default=1.0, help="stop after this long")
     p.add_argument("--runs", type=int, default=6, help="runs per trial")
     p.add_argument("--limit", type=float, default=60.0, help="seconds a trial's runs may take")
-    p.add_argument("--faults", default=",".join(FAULTS), help="comma-separated, in turn")
+    p.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    p.add_argument("--faults", help="comma-separated, in turn (default: all the backend's)")
     p.add_argument("--seed", default="nemesis")
     p.add_argument("--partition-seconds", default="5,120", help="the partition's length: min,max")
+    p.add_argument("--latency-seconds", default="5,30", help="the latency's length: min,max")
+    p.add_argument("--disk-mb", type=int, default=32, help="the SQLite tmpfs's size")
     p.add_argument("--out", default=str(RESULTS))
     opts = p.parse_args(argv)
-    unknown = set(opts.faults.split(",")) - set(FAULTS)
+    known = SQLITE_FAULTS if opts.backend == "sqlite" else POSTGRES_FAULTS
+    opts.faults = opts.faults or ",".join(known)
+    unknown = set(opts.faults.split(",")) - set(known)
     if unknown:
-        p.error(f"unknown faults {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        p.error(f"faults {sorted(unknown)} not for {opts.backend}; known: {', '.join(known)}")
     opts.work = tempfile.mkdtemp(prefix="outlast-nemesis-")
-    low, high = (float(x) for x in opts.partition_seconds.split(","))
-    opts.partition_s = (low, high)
+    opts.partition_s = _span(opts.partition_seconds)
+    opts.latency_s = _span(opts.latency_seconds)
     return opts
+
+
+def _span(text: str) -> tuple[float, float]:
+    low, high = (float(x) for x in text.split(","))
+    return low, high
 
 
 if __name__ == "__main__":

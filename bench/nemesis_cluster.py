@@ -9,13 +9,19 @@ take its runs over. The clocks are short, as in bench/recovery.py: a lease of
 trial then measures recovery in seconds, not in minutes.
 
 A member may run in a network namespace (``netns``): its connections to Postgres then
-cross a link the nemesis can cut or slow (bench/nemesis_net.py).
+cross a link the nemesis can cut (tests/netns.py) and a relay on the host it can slow
+(bench/nemesis_relay.py).
+
+With ``disk`` (``--backend sqlite``), the deployment is one ``outlast serve`` with its
+embedded worker and its SQLite store in that folder (a small tmpfs the nemesis fills):
+SQLite is one process's store, so there is no one to take runs over but itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
 import sys
 import time
@@ -45,9 +51,10 @@ class Member:
 
     name: str
     command: str  # serve | worker
-    db_url: str
+    db_url: str | None  # None: SQLite in ``data_dir``
     no_worker: bool = False
     netns: str | None = None
+    data_dir: Path | None = None
     port: int = field(default_factory=free_port)
     proc: Process | None = None
     stopped: bool = False  # SIGSTOPped
@@ -62,7 +69,9 @@ class Member:
 
     def _cmd(self) -> list[str]:
         exe = str(Path(sys.executable).with_name("outlast"))
-        cmd = [exe, self.command, "--database-url", self.db_url, "--config", str(PEER_GRAPHS)]
+        store = ["--database-url", self.db_url] if self.db_url else []
+        store += ["--data-dir", str(self.data_dir)] if self.data_dir else []
+        cmd = [exe, self.command, *store, "--config", str(PEER_GRAPHS)]
         cmd += ["--log-level", "warning", "--concurrency", "20", "--workers", "1"]
         if self.http:
             cmd += ["--port", str(self.port)]
@@ -112,18 +121,35 @@ class Member:
 class Cluster:
     """The deployment: ``members`` by name, and the HTTP ones' base URLs for clients."""
 
-    def __init__(self, pg: OwnPostgres, link: Link | None = None) -> None:
+    def __init__(
+        self, pg: OwnPostgres | None, link: Link | None = None, *, disk: Path | None = None
+    ) -> None:
         # ``link``: w1's own network, which the partition cuts; w1 reaches Postgres
-        # at the link's host address
+        # through the relay at the link's host address, which the latency slows
         self.link = link
+        self.disk = disk
         self.partition_s = (5.0, 120.0)
-        w1_url = pg.url(link.host_ip) if link is not None else pg.url()
+        self.latency_s = (5.0, 30.0)
+        self.relay: Relay | None = None
+        if pg is None:
+            assert disk is not None, "no Postgres: the SQLite deployment needs its disk"
+            self.members = {"serve": Member("serve", "serve", None, data_dir=disk)}
+            return
+        w1_url = pg.url()
+        if link is not None:
+            self.relay = Relay(link.host_ip, pg.port)
+            w1_url = pg.url(link.host_ip).replace(f":{pg.port}/", f":{self.relay.port}/")
         self.members = {
             "api": Member("api", "serve", pg.url(), no_worker=True),
             "serve": Member("serve", "serve", pg.url()),
             "w1": Member("w1", "worker", w1_url, netns=link.ns if link else None),
             "w2": Member("w2", "worker", pg.url()),
         }
+
+    @property
+    def w1_address(self) -> str | None:
+        """Where w1's sessions come from as Postgres sees them: the relay's address."""
+        return self.link.host_ip if self.link is not None else None
 
     @property
     def bases(self) -> list[str]:
@@ -134,6 +160,8 @@ class Cluster:
         return [m for m in self.members.values() if m.command == "worker" or not m.no_worker]
 
     async def start(self, *names: str) -> None:
+        if self.relay is not None:
+            await self.relay.up()
         chosen = [self.members[n] for n in names] or list(self.members.values())
         for member in chosen:
             member.start()
@@ -162,3 +190,54 @@ class Cluster:
             if member.stopped:
                 member.signal(signal.SIGCONT)
             member.kill()
+        if self.relay is not None:
+            self.relay.kill()
+
+
+class Relay:
+    """bench/nemesis_relay.py on the host at ``host``: w1's way to Postgres (``pg_port``),
+    which ``slow`` delays. Not a member: it is the network, which no kill fault hits."""
+
+    def __init__(self, host: str, pg_port: int) -> None:
+        self.host, self.pg_port = host, pg_port
+        self.port = free_port()
+        self.proc: Process | None = None
+        self.spells = 0
+
+    async def up(self, limit: float = 10.0) -> None:
+        if self.proc is not None and self.proc.proc.poll() is None:
+            return
+        script = str(BENCH / "nemesis_relay.py")
+        cmd = [sys.executable, script, "--listen", f"{self.host}:{self.port}"]
+        self.proc = Process([*cmd, "--target", f"{self.host}:{self.pg_port}"], {}, BENCH)
+        self.spells = 0  # slow spells ended, each a line of the relay's output
+        self.proc.name = "relay"
+        deadline = time.monotonic() + limit
+        while "relay listening" not in self.proc.output():
+            self.proc.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the relay did not listen:\n{self.proc.tail()}")
+            await asyncio.sleep(0.05)
+
+    def slow(self, on: bool) -> None:
+        """Every chunk held 100 to 300 ms from now on (or no more)."""
+        assert self.proc is not None
+        self.proc.proc.send_signal(signal.SIGUSR1 if on else signal.SIGUSR2)
+        self.spells += not on
+
+    async def held(self, limit: float = 5.0) -> int | None:
+        """How many chunks the last slow spell held, as the relay says once it ends."""
+        assert self.proc is not None
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            said = re.findall(r"fast: (\d+) chunks held", self.proc.output())
+            if len(said) >= self.spells:  # this spell's line, not an earlier one's
+                return int(said[-1])
+            await asyncio.sleep(0.05)
+        return None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            kill_tree(self.proc.proc)
+            self.proc.log.close()
+            self.proc = None

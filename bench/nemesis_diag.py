@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ SELECT status, worker_id, lease_epoch, attempts, last_seq, lease_expires_at - no
 FROM outlast_runs WHERE id = %s
 """
 EVENTS = "SELECT seq, type, created_at FROM outlast_events WHERE run_id = %s ORDER BY seq"
+NAMES = ("status", "worker_id", "lease_epoch", "attempts", "last_seq", "lease_expires_at")
+SQLITE_ROW = f"SELECT {', '.join(NAMES)}, updated_at, error FROM outlast_runs WHERE id = ?"
 
 
 async def _row(pg: OwnPostgres, run_id: str) -> tuple[dict[str, Any], list[str]]:
@@ -34,6 +37,19 @@ async def _row(pg: OwnPostgres, run_id: str) -> tuple[dict[str, Any], list[str]]
         events = await (await conn.execute(EVENTS, (run_id,))).fetchall()
     names = ("status", "worker_id", "epoch", "attempts", "last_seq", "lease_left", "updated")
     fields = dict(zip((*names, "db_now", "error"), row or (), strict=False))
+    return {k: str(v) for k, v in fields.items()}, [f"{s} {t} {c}" for s, t, c in events]
+
+
+def _sqlite_row(db: Path, run_id: str) -> tuple[dict[str, Any], list[str]]:
+    """The same from the SQLite file, read-only beside the server (times are epochs)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute(SQLITE_ROW, (run_id,)).fetchone()
+        events = conn.execute(EVENTS.replace("%s", "?"), (run_id,)).fetchall()
+    finally:
+        conn.close()
+    fields = dict(zip((*NAMES, "updated", "error"), row or (), strict=False))
+    fields["now"] = time.time()
     return {k: str(v) for k, v in fields.items()}, [f"{s} {t} {c}" for s, t, c in events]
 
 
@@ -61,13 +77,17 @@ async def _dump(member: Member, limit: float = 5.0) -> str:
 
 
 async def diagnose(
-    cluster: Cluster, pg: OwnPostgres, stuck: list[tuple[str, str]], folder: Path, trial: int
+    cluster: Cluster, pg: OwnPostgres | None, stuck: list[tuple[str, str]], folder: Path, trial: int
 ) -> list[str]:
     """For each (key, run_id) stuck, a file with the row, the log and the holder's dump
     (or every executing member's, when no live member holds it); the files' names."""
     written = []
     for key, run_id in stuck:
-        row, events = await _row(pg, run_id)
+        if pg is not None:
+            row, events = await _row(pg, run_id)
+        else:
+            assert cluster.disk is not None
+            row, events = _sqlite_row(cluster.disk / "outlast.db", run_id)
         holder = _holder(cluster, row.get("worker_id", ""))
         members = [holder] if holder else [m for m in cluster.workers if m.proc is not None]
         dumps = [f"== {m.name}\n{await _dump(m)}" for m in members]
