@@ -5,14 +5,15 @@
 What the nemesis's ``full_disk`` does once per trial, done ``--episodes`` times to one
 long run of ``slow`` (ten ticks of 3 s) on the SQLite deployment of bench/nemesis.py:
 fill the tmpfs, write until a write is refused (``503`` "Store full"), keep it full 3 s,
-free it, and wait for the run to be taken back (its lease runs out, the reaper requeues
-it, a claim). It prints the run's end and its lifecycle events, and exits 1 unless the
+free it, and wait for the run to be taken back (its worker gives it back once the disk
+has room, a claim). It prints the run's end and its lifecycle events, and exits 1 unless the
 run completed.
 
 Why apart from the nemesis: a trial's runs each meet one fault; this is the case where
 one run meets several. It found (issue 32) that a run meeting the full disk on each of
-its ``OUTLAST_MAX_ATTEMPTS`` attempts ends ``failed`` with ``worker_lost``, its worker
-never lost (bench/README.md, the nemesis section).
+its ``OUTLAST_MAX_ATTEMPTS`` attempts ended ``failed`` with ``worker_lost``, its worker
+never lost; a store failure now costs no attempt (outlast/runtime/giveback.py,
+bench/README.md's nemesis section).
 """
 
 from __future__ import annotations

@@ -485,6 +485,7 @@ def hostile_requests(draw: st.DrawFn, known: Known) -> Hostile:
 # Every operation of both faces, a few hundred requests each: about a minute alone, two
 # or three on a loaded machine (-n 6 on two cores), never the default 120 s limit.
 @pytest.mark.timeout(600)
+@pytest.mark.long
 async def test_fuzzed_api_never_fails_and_refusals_write_nothing(
     store: Store, tmp_path: Path
 ) -> None:

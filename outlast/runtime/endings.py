@@ -27,6 +27,7 @@ from outlast.runtime.outcomes import (
     LEASE_LOST,
     SHUTDOWN,
     STORE_FAILED,
+    STORE_FAILED_DETAIL,
     SUPERVISOR,
     ExecutionStore,
     Outcome,
@@ -122,9 +123,9 @@ class Endings:
         if reason == LEASE_LOST:
             return Outcome(None, "lease lost")
         if reason == STORE_FAILED:
-            # Nothing can be written now; the worker lease will expire and the reaper
-            # requeues the run, which resumes from its last checkpoint.
-            return Outcome(None, "store failed")
+            # Nothing can be written now: the worker gives the run back once the store
+            # answers (runtime/giveback.py); it resumes from its last checkpoint.
+            return Outcome(None, STORE_FAILED_DETAIL)
         if reason == SUPERVISOR and self.policy.stopped is not None:
             # the node in flight was cancelled on the supervisor's verdict
             state = await graph.aget_state(run_config(self.run))

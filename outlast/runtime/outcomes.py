@@ -27,6 +27,8 @@ SHUTDOWN = "shutdown"
 SUPERVISOR = "supervisor"
 CANCEL = "cancel"
 STORE_FAILED = "store_failed"
+# the detail of the Outcome of an execution its store failed under (runtime/giveback.py)
+STORE_FAILED_DETAIL = "store failed"
 LEASE_LOST = "lease_lost"
 # When several reasons arrive, the strongest wins: a lost lease forbids any write, a
 # failing store cannot take one, a cancel outranks a drain.

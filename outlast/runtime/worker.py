@@ -30,6 +30,7 @@ import contextvars
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -38,10 +39,19 @@ from outlast import faults, logs
 from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime import metrics
+from outlast.runtime.claim_latency import observe_claim
 from outlast.runtime.deliverer import Deliverer, DelivererStore
 from outlast.runtime.execution import Execution
+from outlast.runtime.giveback import give_back
 from outlast.runtime.loops import LoopFailed, supervised
-from outlast.runtime.outcomes import CANCEL, LEASE_LOST, SHUTDOWN, ExecutionStore, Outcome
+from outlast.runtime.outcomes import (
+    CANCEL,
+    LEASE_LOST,
+    SHUTDOWN,
+    STORE_FAILED_DETAIL,
+    ExecutionStore,
+    Outcome,
+)
 from outlast.runtime.retention import retain
 from outlast.runtime.scheduler import CronScheduler, FireCron
 from outlast.runtime.waker import Waker
@@ -59,7 +69,7 @@ def _noop() -> None:
 def _outcome_label(outcome: Outcome) -> str:
     if outcome.status is not None:
         return outcome.status.value
-    return {"lease lost": "lease_lost", "store failed": "store_failed"}.get(
+    return {"lease lost": "lease_lost", STORE_FAILED_DETAIL: "store_failed"}.get(
         outcome.detail, "released"
     )
 
@@ -108,6 +118,7 @@ class Worker:
         self._context = contextvars.copy_context()
         self.failure: LoopFailed | None = None  # the loop that stopped this worker
         self.stopped = False  # run() has returned or raised
+        self._renewed = time.monotonic()  # the last renewal the store took
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -269,12 +280,16 @@ class Worker:
         logs.THREAD_ID.set(execution.run.thread_id)
         metrics.WORKER_IN_FLIGHT.inc()
         try:
-            await self._observe_claim(execution.run)
+            await observe_claim(self.store, execution.run)
             outcome = await execution.execute()
             log.info("run %s: %s %s", run_id, outcome.status or "stopped", outcome.detail)
             metrics.WORKER_FINISHED.labels(outcome=_outcome_label(outcome)).inc()
             if outcome.status in TERMINAL:
                 self.completed += 1
+            elif outcome.detail == STORE_FAILED_DETAIL and await give_back(
+                self.store, execution.lease, self._stopping
+            ):  # held meanwhile: the heartbeat renews its lease
+                log.info("run %s: given back to the queue after its store failed", run_id)
         except Exception:
             metrics.WORKER_FINISHED.labels(outcome="crashed").inc()
             log.exception("run %s: execution crashed", run_id)
@@ -283,23 +298,6 @@ class Worker:
             self.held.pop(run_id, None)
             self._tasks.pop(run_id, None)
             self._slot_freed.set()
-
-    async def _observe_claim(self, run: Run) -> None:
-        """Claim latency, on database time: the claim set ``updated_at`` to now, so when
-        the run became queued comes from elsewhere. A first claim was queued at acceptance;
-        a later one by the event just before ``run.started`` (``run.queued``,
-        ``run.released``, ``run.requeued``), unless retention pruned it."""
-        queued_at = run.created_at
-        if run.has_history:
-            try:
-                before = await self.store.read_events(run.id, run.last_seq - 2, 1)
-            except Exception as exc:  # a metric never stops a run
-                log.debug("run %s: no claim latency: %s", run.id, exc)
-                return
-            if not before or before[0].seq != run.last_seq - 1:
-                return
-            queued_at = before[0].time
-        metrics.CLAIM_LATENCY.observe(max(0.0, (run.updated_at - queued_at).total_seconds()))
 
     async def _drain(self) -> None:
         if not self._tasks:
@@ -321,31 +319,40 @@ class Worker:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.worker_heartbeat)
-            before = set(self.held)
-            if not before:
+            if self.held:
+                faults.fault_point(faults.HEARTBEAT_LOOP)
+                await self._renew_held()
+
+    async def _renew_held(self) -> None:
+        before = set(self.held)
+        try:
+            held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
+        except Exception as exc:
+            log.warning("lease renewal failed: %s", exc)
+            return
+        self._renewed = time.monotonic()
+        rows = {h.run_id: h for h in held}
+        for run_id in before:
+            execution = self.held.get(run_id)
+            if execution is None or not execution.busy:
                 continue
-            faults.fault_point(faults.HEARTBEAT_LOOP)
-            try:
-                held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
-            except Exception as exc:
-                log.warning("lease renewal failed: %s", exc)
-                continue
-            rows = {h.run_id: h for h in held}
-            for run_id in before:
-                execution = self.held.get(run_id)
-                if execution is None or not execution.busy:
-                    continue
-                row = rows.get(run_id)
-                if row is None or row.epoch != execution.lease.epoch:
-                    log.warning("run %s: lease lost; stopping without further writes", run_id)
-                    execution.request_stop(LEASE_LOST)
-                elif row.status == RunStatus.CANCELLING:
-                    execution.request_stop(CANCEL)
+            row = rows.get(run_id)
+            if row is None or row.epoch != execution.lease.epoch:
+                log.warning("run %s: lease lost; stopping without further writes", run_id)
+                execution.request_stop(LEASE_LOST)
+            elif row.status == RunStatus.CANCELLING:
+                execution.request_stop(CANCEL)
 
     async def _reaper_loop(self) -> None:
         while True:
             faults.fault_point(faults.REAPER_LOOP)
             try:
+                # After an outage this worker's own leases may have lapsed while nothing
+                # could be written: renewed first, its runs are not reaped as a dead
+                # worker's when the store comes back before its next heartbeat.
+                late = time.monotonic() - self._renewed > self.settings.worker_heartbeat * 1.5
+                if self.held and late:
+                    await self._renew_held()
                 for reaped in await self.store.reap():
                     log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
             except Exception as exc:

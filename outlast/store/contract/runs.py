@@ -88,10 +88,11 @@ class RunStore(Notifying, Protocol):
     ) -> list[HeldRun]:
         """Extend this worker's leases on ``run_ids`` (all of them when ``None``) to
         ``ttl`` from now; the runs not returned are no longer ours, and a returned
-        ``cancelling`` status tells the worker to stop. A worker names the runs it is
-        executing: a run it gave up on (its store failed under it) must expire and be
-        reaped, not be kept alive by a worker that no longer runs it. No event, no
-        notification: a renewal is not a transition."""
+        ``cancelling`` status tells the worker to stop. A worker names the runs it
+        holds: those it executes, and those it is giving back after their store failed
+        under them (runtime/giveback.py); a run it let go of must expire and be reaped,
+        not be kept alive by a worker that no longer has it. No event, no notification:
+        a renewal is not a transition."""
 
     @abc.abstractmethod
     async def finish(
