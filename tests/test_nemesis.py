@@ -8,9 +8,10 @@ store is on a small tmpfs, SIGKILLed or its disk filled until writes fail (each 
 with a ``503``) and freed. In both: nothing lost, nothing done twice, every stream equal
 to its log.
 
-They run alone (``serial``): the trials restart processes and a Postgres on their own,
-and the machine's two cores are theirs for the while. They need the machine's Postgres
-binaries, not its server, and root (network namespaces, a tmpfs).
+They are handed out first (``long``) and run beside the rest of the suite: they restart
+only processes, a Postgres and a disk of their own, and what they assert are counts
+with bounds of a minute, not timings. They need the machine's Postgres binaries, not its
+server, and root (network namespaces, a tmpfs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]
+pytestmark = [pytest.mark.long, pytest.mark.slow]
 
 
 def nemesis(folder: Path, *options: str) -> dict[str, Any]:
