@@ -21,6 +21,8 @@ FOUNDATION = {
     "retry",  # the one retry policy
     "importing",  # the one module:attr resolver
     "faults",  # named fault-injection points, armed only by tests
+    "cancelling",  # a task cancelled until it has ended
+    "taskdump",  # kill -USR1: every task's awaits
 }
 
 # What each part of the package may import, besides itself and the foundation.
