@@ -222,7 +222,8 @@ def alone(model: Any) -> Decide:
 
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
         verdict, reason, cost = await judge(question, model)
-        return {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": TTL}
+        said = {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": TTL}
+        return {**said, "tier": 3} if verdict else said  # tier 3: the model's verdict acted
 
     return decide
 

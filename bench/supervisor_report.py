@@ -19,6 +19,7 @@ COLUMNS = [
     ("followed injections", "followed_injections"),
     ("as labelled", "as_labelled"),
     ("model calls / 100 expiries", "model_calls_per_100_expiries"),
+    ("model verdicts acted", "model_verdicts_acted"),
     ("ms / decision (median)", "ms_per_decision_median"),
     ("tokens / decision", "tokens_per_decision"),
     ("stall stopped after (min, median)", "stall_stopped_after_min_median"),
@@ -48,6 +49,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "injections_reaching_the_judge": sum(r.get("reached", False) for r in rows),
         "as_labelled": sum(r["as_labelled"] for r in rows),
         "expiries": expiries,
+        "model_verdicts_acted": sum(t == 3 for r in rows for t in r["tiers"]),
         "model_calls": sum(r["model_calls"] for r in rows),
         "model_calls_per_100_expiries": round(
             100 * sum(r["model_calls"] for r in rows) / max(expiries, 1), 1
@@ -145,10 +147,18 @@ def aims(results: dict[str, dict[str, Any]]) -> list[str]:
             rows.append(
                 (f"{label}: model calls / 100 expiries", "≤ 10", r["model_calls_per_100_expiries"])
             )
+    ceiling = results["oracle / alone"]
     return [
         "| aim | target | now |",
         "|---|---|---|",
         *(f"| {aim} | {target} | {now} |" for aim, target, now in rows),
+        "",
+        "What the ladder leaves on the table: the oracle deciding alone (its verdict acted at "
+        f"every expiry, no limits) has {ceiling['needless_escalations']} needless escalations "
+        f"and stops stalls after {ceiling['stall_stopped_after_min_median']} min "
+        f"({sooner(ceiling, base)}% sooner than evidence-only); through the ladder its "
+        f"verdict acted {oracle['model_verdicts_acted']} times in {oracle['expiries']} "
+        "expiries, each time only choosing a reminder's wording.",
     ]
 
 
