@@ -54,7 +54,7 @@ from supervisor_report import evidence_of, report, summary, summary_of, without_
 from outlast.runtime.looks import Activity  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge, demand_in, texts  # noqa: E402
 from outlast.supervisor.judge import judge, quoted  # noqa: E402
-from outlast.supervisor.ladder import supervisor  # noqa: E402
+from outlast.supervisor.ladder import structured, supervisor  # noqa: E402
 from outlast.supervisor.scripted import (  # noqa: E402
     RandomJudge,
     ScriptedJudge,
@@ -218,11 +218,18 @@ def through_ladder(model: Any) -> Decide:
 
 
 def alone(model: Any) -> Decide:
-    """The judge's verdict acted as given, at every expiry: no ladder."""
+    """The judge's verdict acted as given, at every expiry: no ladder. The look still calls
+    the operation's probe, and the judge reads its answer: what a judge alone would see."""
 
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
+        heard = (await structured(question)).get("probe_answer")  # type: ignore[arg-type]
+        if heard is not None:
+            # in the question itself, so that what the judge read is what the row counts
+            question["probe_history"] = [*question["probe_history"], heard]
         verdict, reason, cost = await judge(question, model)
         said = {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": TTL}
+        if heard is not None:
+            said["probe_answer"] = heard
         return {**said, "tier": 3} if verdict else said  # tier 3: the model's verdict acted
 
     return decide

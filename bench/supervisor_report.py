@@ -196,9 +196,10 @@ def report(
         "",
         f"Lease {meta['lease']:g} s, renewal cap {meta['renewal_cap']}, backoff "
         f"{meta['backoff']:g}, horizon {meta['horizon_hours']:g} h. 'alone': the judge's "
-        "verdict acted at every expiry, without the ladder. 'as labelled': the fine operations "
-        "let finish, the stuck ones stopped with the verdict their label names. The oracle "
-        "answers each scenario's label (`bench/supervisor_oracle.py`).",
+        "verdict acted at every expiry, without the ladder (the look still calls the probe, "
+        "and the judge reads its answer). 'as labelled': the fine operations let finish, the "
+        "stuck ones stopped with the verdict their label names. The oracle answers each "
+        "scenario's label (`bench/supervisor_oracle.py`).",
         "",
     ]
     for key, title in TITLES.items():
