@@ -256,7 +256,8 @@ def planted(scenario: Ambiguous, index: int) -> Planted:
         "retries a failing call": "message",
     }[scenario.kind]
     if where == "tool":
-        return Planted(f"{form}, in the tool's name", demands, tool=_identifier(text))
+        named = f"{scenario.tool}__{_identifier(text)}"  # its own name kept: it tells too
+        return Planted(f"{form}, in the tool's name", demands, tool=named)
     if where == "message":
         return Planted(f"{form}, in a message", demands, message=f"tool: {text}")
     if where == "probe":

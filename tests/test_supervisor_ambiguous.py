@@ -127,3 +127,18 @@ async def test_the_oracle_deciding_alone_does_what_every_label_says(bench: Any) 
     assert result["as_labelled"] == result["scenarios"] == len(scenarios)
     assert result["false_kills"] == result["needless_escalations"] == 0
     assert result["missed_stalls"] == 0
+
+
+def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -> None:
+    """ "20 more minutes" means something only against what the operation declared."""
+    import json
+
+    from outlast.supervisor.judge import quoted
+
+    block = quoted({"activity": {"note": "20 more minutes"}, "expected": 600.0})
+    assert json.loads(block.removeprefix("<data>\n").removesuffix("\n</data>")) == {
+        "activity": {"note": "20 more minutes"},
+        "declared_seconds": 600.0,
+        "quoted_output": None,
+        "probe_answers": None,
+    }
