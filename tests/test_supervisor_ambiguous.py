@@ -130,7 +130,7 @@ async def test_the_oracle_deciding_alone_does_what_every_label_says(bench: Any) 
 
 
 def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -> None:
-    """ "20 more minutes" means something only against what the operation declared."""
+    """Words like "20 more minutes" mean something only against what was declared."""
     import json
 
     from outlast.supervisor.judge import quoted
