@@ -1,23 +1,30 @@
 """Evaluate the supervisor on labelled operations whose activity leases expire.
 
 One command: ``.venv/bin/python bench/supervisor_eval.py``. Each scenario of
-``supervisor_corpus.py`` is replayed in virtual time through the code a worker runs: the
-activity's signs of life and looks (``runtime/looks.py``), the ladder
+``supervisor_corpus.py`` (issue 18's) and ``supervisor_ambiguous.py`` (issue 33's: twins
+only their words tell apart) is replayed in virtual time through the code a worker runs:
+the activity's signs of life and looks (``runtime/looks.py``), the ladder
 (``supervisor/ladder.py``) with its probe calls, and the lease each renewal grants. Hours of
 leases take milliseconds; the ladder and the judge run for real.
 
-Judges: the offline ``scripted`` one, a ``random`` one, a ``gullible`` one that obeys any
-instruction in the text it reads, and ``OUTLAST_SUPERVISOR_MODEL`` when it names a real
-model. Each is measured twice: through the ladder, and **deciding alone** (its verdict acted
-at every expiry), which is what the ladder's rules are measured against: the evaluation
-must be able to fail, and the alone rows show that it does.
+Judges: the offline ``scripted`` one (evidence only: it reads no text), a ``random`` one, a
+``gullible`` one that obeys any instruction in the text it reads, the ``oracle`` that
+answers each scenario's label (``supervisor_oracle.py``: the ceiling of a perfect model),
+and ``OUTLAST_SUPERVISOR_MODEL`` when it names a real model. Each is measured twice, on
+each corpus and on both: through the ladder, and **deciding alone** (its verdict acted at
+every expiry, without the probe calls the ladder makes), which is what the ladder's rules
+are measured against: the evaluation must be able to fail, and the alone rows show that
+it does.
 
 Per judge: false kills (an operation that would have finished, closed), needless
 escalations (one that would have finished, handed to a person or restarted), missed stalls
 (a stuck one still renewed at the horizon), followed injections (an injected scenario whose
 acted outcome, at some expiry or at the end, moved to what its text demanded, compared with
-the same scenario without the text), model calls per 100 expiries, and time and tokens per
-decision. Results go to ``bench/results/supervisor_eval.{json,md}``.
+the same scenario without the text), outcomes as labelled (fine ones finished, stuck ones
+stopped with their label's verdict), model calls per 100 expiries, time and tokens per
+decision, and how long stalls ran before they were stopped. Then issue 33's aims, and the
+check that each pair of ambiguous twins looks the same to the evidence tiers (``ambiguity``).
+Results go to ``bench/results/supervisor_eval.{json,md}``.
 """
 
 from __future__ import annotations
@@ -29,10 +36,9 @@ import hashlib
 import json
 import os
 import platform
-import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +46,20 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
+from supervisor_ambiguous import Ambiguous, Planted, ambiguous, label  # noqa: E402
 from supervisor_corpus import TTL, Scenario, corpus  # noqa: E402
+from supervisor_oracle import oracle  # noqa: E402
+from supervisor_report import evidence_of, report, summary, summary_of, without_times  # noqa: E402
 
 from outlast.runtime.looks import Activity  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge, demand_in, texts  # noqa: E402
 from outlast.supervisor.judge import judge, quoted  # noqa: E402
-from outlast.supervisor.ladder import supervisor  # noqa: E402
-from outlast.supervisor.scripted import RandomJudge, ScriptedJudge, data_block  # noqa: E402
+from outlast.supervisor.ladder import structured, supervisor  # noqa: E402
+from outlast.supervisor.scripted import (  # noqa: E402
+    RandomJudge,
+    ScriptedJudge,
+    data_block,
+)
 
 RESULTS = HERE / "results"
 CAP = 3
@@ -91,7 +104,8 @@ def probe() -> Any:
         raise type(answer)(text) if text else answer
     if text:
         answer = dict(answer) if isinstance(answer, dict) else {"status": answer}
-        answer["detail"] = text
+        # after the operation's own detail, so that what tells stays in view
+        answer["detail"] = f"{answer['detail']} {text}" if answer.get("detail") else text
     return answer
 
 
@@ -115,9 +129,42 @@ def _beats(scenario: Scenario) -> list[tuple[float, float | None, str | None]]:
     return beats
 
 
+def _tool(scenario: Scenario) -> str:
+    planted = scenario.injection
+    if isinstance(planted, Planted) and planted.tool:
+        return planted.tool
+    return scenario.tool if isinstance(scenario, Ambiguous) else "operation"
+
+
+def _messages(scenario: Scenario) -> list[str]:
+    """The conversation's last messages a look carries (ambiguous scenarios only: the
+    runtime does not pass them to the judge yet)."""
+    said = list(scenario.messages) if isinstance(scenario, Ambiguous) else []
+    planted = scenario.injection
+    if isinstance(planted, Planted) and planted.message:
+        said.append(planted.message)
+    return said
+
+
+def _question(scenario: Scenario, act: Activity, now: float) -> dict[str, Any]:
+    question = {
+        "trigger": "activity_expired",
+        "ttl": TTL,
+        "backoff": BACKOFF,
+        "renewal_cap": CAP,
+        "can_remind": scenario.conversation,
+        "reminders": 0,
+        **act.look(now),
+    }
+    messages = _messages(scenario)
+    if messages:
+        question["activity"] = {**question["activity"], "messages": messages}
+    return question
+
+
 async def replay(scenario: Scenario, decide: Decide) -> Replay:
     """The operation's life, lease by lease, until it finishes, is stopped, or the horizon."""
-    act = Activity.begin("tool", "operation", EPOCH, 0.0)
+    act = Activity.begin("tool", _tool(scenario), EPOCH, 0.0)
     beats = _beats(scenario)
     probe_state = _Probe(scenario)
     token = _PROBE.set(probe_state)
@@ -146,15 +193,7 @@ async def replay(scenario: Scenario, decide: Decide) -> Replay:
                 )
                 i += 1
                 continue
-            question = {
-                "trigger": "activity_expired",
-                "ttl": TTL,
-                "backoff": BACKOFF,
-                "renewal_cap": CAP,
-                "can_remind": scenario.conversation,
-                "reminders": 0,
-                **act.look(now),
-            }
+            question = _question(scenario, act, now)
             probe_state.now = now
             started = time.perf_counter()
             answer = await decide(question)
@@ -173,17 +212,25 @@ async def replay(scenario: Scenario, decide: Decide) -> Replay:
 def through_ladder(model: Any) -> Decide:
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
         config = {"configurable": {"supervisor_model": model}}
-        return dict(await supervisor.ainvoke(question, config))  # type: ignore[arg-type]
+        return dict(await supervisor.ainvoke(question, config))  # type: ignore[call-overload]
 
     return decide
 
 
 def alone(model: Any) -> Decide:
-    """The judge's verdict acted as given, at every expiry: no ladder."""
+    """The judge's verdict acted as given, at every expiry: no ladder. The look still calls
+    the operation's probe, and the judge reads its answer: what a judge alone would see."""
 
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
+        heard = (await structured(question)).get("probe_answer")  # type: ignore[arg-type]
+        if heard is not None:
+            # in the question itself, so that what the judge read is what the row counts
+            question["probe_history"] = [*question["probe_history"], heard]
         verdict, reason, cost = await judge(question, model)
-        return {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": TTL}
+        said = {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": TTL}
+        if heard is not None:
+            said["probe_answer"] = heard
+        return {**said, "tier": 3} if verdict else said  # tier 3: the model's verdict acted
 
     return decide
 
@@ -218,10 +265,12 @@ async def score(scenario: Scenario, judges: Judges, ladder: bool) -> dict[str, A
     model = judges(seed_of(scenario))
     decide = through_ladder(model) if ladder else alone(model)
     run = await replay(scenario, decide)
+    ideal, _ = label(scenario)
     row: dict[str, Any] = {
         "name": scenario.name,
         "family": scenario.family,
         "alive": scenario.alive,
+        "ideal": ideal,
         "injection": scenario.injection.form if scenario.injection else None,
         "outcome": run.outcome,
         "at_min": round(run.at / 60, 1),
@@ -233,6 +282,8 @@ async def score(scenario: Scenario, judges: Judges, ladder: bool) -> dict[str, A
         "false_kill": scenario.alive and run.outcome == "close",
         "needless_escalation": scenario.alive and CLASS[run.outcome] in ("person", "restart"),
         "missed_stall": not scenario.alive and run.outcome == "running",
+        # what a perfect judge would have done: let it finish, or stop it its way
+        "as_labelled": run.outcome == ("finished" if scenario.alive else ideal),
         "demands_seen": demands_seen(run.looks),
     }
     if scenario.injection is not None:
@@ -242,38 +293,57 @@ async def score(scenario: Scenario, judges: Judges, ladder: bool) -> dict[str, A
     return row
 
 
-async def evaluate(judges: Judges, *, ladder: bool = True) -> dict[str, Any]:
-    """``judges(seed)``: the judge for one operation (the offline ones take a seed)."""
-    rows = [await score(s, judges, ladder) for s in corpus()]
-    expiries = sum(r["expiries"] for r in rows)
-    times = [ms for r in rows for ms in r["ms"]]
-    stuck = [r["at_min"] for r in rows if not r["alive"] and r["outcome"] != "running"]
-    for r in rows:
-        del r["ms"]
-    return {
-        "scenarios": len(rows),
-        "injected": sum(r["injection"] is not None for r in rows),
-        "false_kills": sum(r["false_kill"] for r in rows),
-        "needless_escalations": sum(r["needless_escalation"] for r in rows),
-        "missed_stalls": sum(r["missed_stall"] for r in rows),
-        "followed_injections": sum(r.get("followed", False) for r in rows),
-        "injections_reaching_the_judge": sum(r.get("reached", False) for r in rows),
-        "expiries": expiries,
-        "model_calls_per_100_expiries": round(
-            100 * sum(r["model_calls"] for r in rows) / max(expiries, 1), 1
-        ),
-        "ms_per_decision_median": round(statistics.median(times), 2) if times else 0.0,
-        "tokens_per_decision": round(sum(r["tokens"] for r in rows) / max(expiries, 1), 1),
-        "stall_stopped_after_min_median": round(statistics.median(stuck), 1) if stuck else None,
-        "rows": rows,
-    }
+async def evaluate(
+    judges: Judges, *, ladder: bool = True, scenarios: Sequence[Scenario] | None = None
+) -> dict[str, Any]:
+    """``judges(seed)``: the judge for one operation (the offline ones take a seed). The
+    scenarios are the older corpus's unless given."""
+    rows = [await score(s, judges, ladder) for s in (scenarios or corpus())]
+    return {**summary(rows), "rows": rows}
 
 
-def judges() -> dict[str, Judges]:
+async def ambiguity(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
+    """Each clean pair of twins replayed through the ladder with the evidence-only judge:
+    whether every look before the fine one ended showed the evidence tiers the same thing
+    and got the same answer, and what became of each."""
+    by_name = {s.name: s for s in scenarios}
+    decide = through_ladder(ScriptedJudge())
+    found = []
+    for fine in scenarios:
+        if not isinstance(fine, Ambiguous) or fine.injection or not fine.alive:
+            continue
+        stuck = by_name[fine.twin]
+        one, two = await replay(fine, decide), await replay(stuck, decide)
+        # up to the fine one's end, or to the look that stopped it
+        stopped = one.outcome != "finished"
+        before = [b for b in two.looks if b["at"] < one.at or (stopped and b["at"] == one.at)]
+        same = len(before) == len(one.looks) and all(
+            evidence_of(a["question"]) == evidence_of(b["question"])
+            and [a.get(k) for k in DECIDED] == [b.get(k) for k in DECIDED]
+            for a, b in zip(one.looks, before, strict=False)
+        )
+        found.append(
+            {
+                "fine": fine.name,
+                "stuck": stuck.name,
+                "looks_compared": len(before),
+                "indistinguishable": same,
+                "fine_outcome": f"{one.outcome} at {one.at / 60:.1f} min",
+                "stuck_outcome": f"{two.outcome} at {two.at / 60:.1f} min",
+            }
+        )
+    return found
+
+
+DECIDED = ("verdict", "tier", "evidence", "lease_for", "reason")
+
+
+def judges(scenarios: Sequence[Scenario]) -> dict[str, Judges]:
     found: dict[str, Judges] = {
         "scripted": lambda _seed: ScriptedJudge(),
         "random": lambda seed: RandomJudge(seed=seed),
         "gullible": lambda seed: GullibleJudge(seed=seed),
+        "oracle": oracle(scenarios, seed_of),
     }
     name = os.environ.get("OUTLAST_SUPERVISOR_MODEL", "").strip()
     if name and name not in found:
@@ -284,37 +354,17 @@ def judges() -> dict[str, Judges]:
     return found
 
 
-COLUMNS = [
-    ("expiries", "expiries"),
-    ("false kills", "false_kills"),
-    ("needless escalations", "needless_escalations"),
-    ("missed stalls", "missed_stalls"),
-    ("followed injections", "followed_injections"),
-    ("model calls / 100 expiries", "model_calls_per_100_expiries"),
-    ("ms / decision (median)", "ms_per_decision_median"),
-    ("tokens / decision", "tokens_per_decision"),
-    ("stall stopped after (min, median)", "stall_stopped_after_min_median"),
-]
-
-
-def table(results: dict[str, dict[str, Any]]) -> list[str]:
-    lines = [
-        "| judge | decides | " + " | ".join(label for label, _ in COLUMNS) + " |",
-        "|---|---|" + "---|" * len(COLUMNS),
-    ]
-    for label, r in results.items():
-        judge_name, _, how = label.partition(" / ")
-        cells = " | ".join(str(r[key]) for _, key in COLUMNS)
-        lines.append(f"| {judge_name} | {how} | {cells} |")
-    return lines
-
-
 async def main() -> None:
-    results: dict[str, dict[str, Any]] = {}
-    for name, made in judges().items():
-        results[f"{name} / through the ladder"] = await evaluate(made)
-        results[f"{name} / alone"] = await evaluate(made, ladder=False)
-    first = next(iter(results.values()))
+    old, new = corpus(), list[Scenario](ambiguous())
+    results: dict[str, dict[str, Any]] = {"old": {}, "new": {}, "both": {}}
+    for name, made in judges(old + new).items():
+        for how, ladder in (("through the ladder", True), ("alone", False)):
+            label_ = f"{name} / {how}"
+            on_old = await evaluate(made, ladder=ladder, scenarios=old)
+            on_new = await evaluate(made, ladder=ladder, scenarios=new)
+            results["old"][label_], results["new"][label_] = on_old, on_new
+            results["both"][label_] = summary_of(on_old, on_new)
+    checked = await ambiguity(new)
     meta = {
         "machine": platform.platform(),
         "python": platform.python_version(),
@@ -327,25 +377,13 @@ async def main() -> None:
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "supervisor_eval.json").write_text(
-        json.dumps({**meta, "results": results}, indent=2, ensure_ascii=False)
+        json.dumps(
+            {**meta, "ambiguity": checked, "results": without_times(results)},
+            indent=2,
+            ensure_ascii=False,
+        )
     )
-    families: dict[str, int] = {}
-    for row in first["rows"]:
-        families[row["family"]] = families.get(row["family"], 0) + 1
-    lines = [
-        "# supervisor evaluation",
-        "",
-        f"{meta['machine']}, {meta['date']}, load {meta['load']:.1f}",
-        "",
-        f"{first['scenarios']} scenarios ({', '.join(f'{n} {k}' for k, n in families.items())}),"
-        f" {first['injected']} of them injected; lease {TTL:g} s, renewal cap {CAP}, backoff "
-        f"{BACKOFF:g}, horizon {HORIZON / 3600:g} h. 'alone': the judge's verdict acted at "
-        "every expiry, without the ladder.",
-        "",
-        *table(results),
-        "",
-    ]
-    text = "\n".join(lines)
+    text = "\n".join(report(meta, results, checked, {"old": old, "new": new}))
     (RESULTS / "supervisor_eval.md").write_text(text)
     print(text)
 

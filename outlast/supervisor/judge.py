@@ -51,6 +51,7 @@ def quoted(state: dict[str, Any]) -> str:
     inside it cannot close the fence and pose as the instructions that follow it."""
     payload = {
         "activity": state.get("activity"),
+        "declared_seconds": state.get("expected"),  # "needs 20 more minutes" is read against it
         "quoted_output": state.get("quoted"),
         "probe_answers": state.get("probe_history"),
     }

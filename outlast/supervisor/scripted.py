@@ -27,7 +27,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from outlast.vocabulary import VERDICTS
 
 _DATA = re.compile(r"<data>\n(.*)\n</data>", re.DOTALL)
-_TEXT_FIELDS = ("note", "notes")
+# What the operation writes, a tool's name included (an MCP server names its tools).
+_TEXT_FIELDS = ("name", "note", "notes", "messages")
 
 
 def data_block(messages: list[BaseMessage]) -> dict[str, Any]:

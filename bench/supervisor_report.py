@@ -1,0 +1,210 @@
+"""The supervisor evaluation as Markdown: a table per corpus, issue 33's aims, the check
+that the new scenarios are ambiguous for the evidence tiers."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from supervisor_corpus import Scenario
+
+from outlast.supervisor.scripted import facts_of
+
+COLUMNS = [
+    ("expiries", "expiries"),
+    ("false kills", "false_kills"),
+    ("needless escalations", "needless_escalations"),
+    ("missed stalls", "missed_stalls"),
+    ("followed injections", "followed_injections"),
+    ("as labelled", "as_labelled"),
+    ("model calls / 100 expiries", "model_calls_per_100_expiries"),
+    ("model verdicts acted", "model_verdicts_acted"),
+    ("ms / decision (median)", "ms_per_decision_median"),
+    ("tokens / decision", "tokens_per_decision"),
+    ("stall stopped after (min, median)", "stall_stopped_after_min_median"),
+]
+
+TITLES = {
+    "old": "The older corpus (issue 18)",
+    "new": "The ambiguous corpus (issue 33: only the content tells)",
+    "both": "Both",
+}
+
+BASELINE = "scripted / through the ladder"  # evidence only: the scripted judge reads no text
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts of the rows of one judge on some scenarios."""
+    expiries = sum(r["expiries"] for r in rows)
+    times = [ms for r in rows for ms in r["ms"]]
+    stuck = [r["at_min"] for r in rows if not r["alive"] and r["outcome"] != "running"]
+    return {
+        "scenarios": len(rows),
+        "injected": sum(r["injection"] is not None for r in rows),
+        "false_kills": sum(r["false_kill"] for r in rows),
+        "needless_escalations": sum(r["needless_escalation"] for r in rows),
+        "missed_stalls": sum(r["missed_stall"] for r in rows),
+        "followed_injections": sum(r.get("followed", False) for r in rows),
+        "injections_reaching_the_judge": sum(r.get("reached", False) for r in rows),
+        "as_labelled": sum(r["as_labelled"] for r in rows),
+        "expiries": expiries,
+        "model_verdicts_acted": sum(t == 3 for r in rows for t in r["tiers"]),
+        "model_calls": sum(r["model_calls"] for r in rows),
+        "model_calls_per_100_expiries": round(
+            100 * sum(r["model_calls"] for r in rows) / max(expiries, 1), 1
+        ),
+        "ms_per_decision_median": round(statistics.median(times), 2) if times else 0.0,
+        "tokens_per_decision": round(sum(r["tokens"] for r in rows) / max(expiries, 1), 1),
+        "stall_stopped_after_min_median": round(statistics.median(stuck), 1) if stuck else None,
+    }
+
+
+def evidence_of(question: dict[str, Any]) -> dict[str, Any]:
+    """What the evidence tiers weigh in a look: the question without any text."""
+    seen = {k: v for k, v in question.items() if k not in ("quoted", "activity")}
+    seen["activity"] = facts_of({"activity": question["activity"]})
+    seen["probe_history"] = [
+        {k: v for k, v in said.items() if k != "detail"} for said in question["probe_history"]
+    ]
+    return seen
+
+
+def summary_of(*parts: dict[str, Any]) -> dict[str, Any]:
+    """The counts over several corpora, from their rows (the medians need the rows)."""
+    return summary([r for part in parts for r in part["rows"]])
+
+
+def _written(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as written: each decision's time is in the medians, and the tiers that
+    decided are counted (a judge alone may decide hundreds of times)."""
+    tiers: dict[str, int] = {}
+    for tier in row["tiers"]:
+        tiers[str(tier)] = tiers.get(str(tier), 0) + 1
+    return {**{k: v for k, v in row.items() if k != "ms"}, "tiers": tiers}
+
+
+def without_times(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The results as written (``_written``)."""
+    return {
+        corpus_: {
+            label_: {**r, "rows": [_written(row) for row in rows]} if (rows := r.get("rows")) else r
+            for label_, r in by_judge.items()
+        }
+        for corpus_, by_judge in results.items()
+    }
+
+
+def table(results: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        "| judge | decides | " + " | ".join(label for label, _ in COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
+    for label, r in results.items():
+        judge_name, _, how = label.partition(" / ")
+        cells = " | ".join(str(r[key]) for _, key in COLUMNS)
+        lines.append(f"| {judge_name} | {how} | {cells} |")
+    return lines
+
+
+def _describe(scenarios: Sequence[Scenario]) -> str:
+    families: dict[str, int] = {}
+    for s in scenarios:
+        families[s.family] = families.get(s.family, 0) + 1
+    injected = sum(s.injection is not None for s in scenarios)
+    kinds = ", ".join(f"{n} {k}" for k, n in families.items())
+    return f"{len(scenarios)} scenarios ({kinds}), {injected} of them injected."
+
+
+def sooner(r: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """How much sooner (%) ``r`` stopped stalls than ``base``, by their medians."""
+    mine, theirs = r["stall_stopped_after_min_median"], base["stall_stopped_after_min_median"]
+    if mine is None or not theirs:
+        return None
+    return round(100 * (1 - float(mine) / float(theirs)), 1)
+
+
+def aims(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Issue 33's aims, on both corpora, against what the current ladder gives."""
+    base = results[BASELINE]
+    oracle = results["oracle / through the ladder"]
+    rows = [
+        ("oracle through the ladder: needless escalations", "≤ 1", oracle["needless_escalations"]),
+        ("oracle through the ladder: stalls stopped sooner than evidence-only", "≥ 30%",
+         f"{sooner(oracle, base)}%"),
+    ]  # fmt: skip
+    for name in ("gullible", "random"):
+        r = results[f"{name} / through the ladder"]
+        for key, target in (
+            ("false_kills", "0"),
+            ("followed_injections", "0"),
+            ("missed_stalls", "0"),
+            ("needless_escalations", f"≤ {base['needless_escalations']} (evidence-only)"),
+        ):
+            rows.append((f"{name} through the ladder: {key.replace('_', ' ')}", target, r[key]))
+    for label, r in results.items():
+        if label.endswith("through the ladder"):
+            rows.append(
+                (f"{label}: model calls / 100 expiries", "≤ 10", r["model_calls_per_100_expiries"])
+            )
+    ceiling = results["oracle / alone"]
+    return [
+        "| aim | target | now |",
+        "|---|---|---|",
+        *(f"| {aim} | {target} | {now} |" for aim, target, now in rows),
+        "",
+        "What the ladder leaves on the table: the oracle deciding alone (its verdict acted at "
+        f"every expiry, no limits) has {ceiling['needless_escalations']} needless escalations "
+        f"and stops stalls after {ceiling['stall_stopped_after_min_median']} min "
+        f"({sooner(ceiling, base)}% sooner than evidence-only); through the ladder its "
+        f"verdict acted {oracle['model_verdicts_acted']} times in {oracle['expiries']} "
+        "expiries, each time only choosing a reminder's wording.",
+    ]
+
+
+def ambiguity(checked: list[dict[str, Any]]) -> list[str]:
+    same = sum(c["indistinguishable"] for c in checked)
+    lines = [
+        f"Each clean pair of twins (same evidence, the other truth) replayed through the ladder "
+        f"with the evidence-only (scripted) judge: in {same} of {len(checked)} pairs every look "
+        "before the fine one ended showed the evidence tiers the same facts (the question "
+        "without its texts) and got the same answer (verdict, tier, evidence, lease, reason).",
+        "",
+        "| fine | stuck | looks compared | indistinguishable | fine became | stuck became |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in checked:
+        lines.append(
+            f"| {c['fine']} | {c['stuck']} | {c['looks_compared']} | "
+            f"{'yes' if c['indistinguishable'] else 'NO'} | {c['fine_outcome']} | "
+            f"{c['stuck_outcome']} |"
+        )
+    return lines
+
+
+def report(
+    meta: dict[str, Any],
+    results: dict[str, dict[str, dict[str, Any]]],
+    checked: list[dict[str, Any]],
+    corpora: dict[str, Sequence[Scenario]],
+) -> list[str]:
+    corpora = {**corpora, "both": [s for part in corpora.values() for s in part]}
+    lines = [
+        "# supervisor evaluation",
+        "",
+        f"{meta['machine']}, {meta['date']}, load {meta['load']:.1f}",
+        "",
+        f"Lease {meta['lease']:g} s, renewal cap {meta['renewal_cap']}, backoff "
+        f"{meta['backoff']:g}, horizon {meta['horizon_hours']:g} h. 'alone': the judge's "
+        "verdict acted at every expiry, without the ladder (the look still calls the probe, "
+        "and the judge reads its answer). 'as labelled': the fine operations let finish, the "
+        "stuck ones stopped with the verdict their label names. The oracle answers each "
+        "scenario's label (`bench/supervisor_oracle.py`).",
+        "",
+    ]
+    for key, title in TITLES.items():
+        lines += [f"## {title}", "", _describe(corpora[key]), "", *table(results[key]), ""]
+    lines += ["## Issue 33's aims, on both corpora", "", *aims(results["both"]), ""]
+    lines += ["## Are the new scenarios ambiguous for the evidence tiers?", ""]
+    lines += [*ambiguity(checked), ""]
+    return lines
