@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -172,43 +173,65 @@ def uptime() -> str:
 
 
 def write(opts: Any, results: list[dict[str, Any]], started: dict[str, Any]) -> dict[str, Any]:
-    rows = table(results)
-    out = {**started, "ended": now_iso(), "uptime_at_end": uptime(), "table": rows}
+    out = {**started, "ended": now_iso(), "uptime_at_end": uptime(), "table": table(results)}
     out["trials"] = results
     folder = Path(opts.out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nemesis-aegra.json").write_text(json.dumps(out, indent=2) + "\n")
+    render(out, folder)
+    return out
+
+
+def render(out: dict[str, Any], folder: Path) -> None:
+    """``nemesis-aegra.md`` from what ``write`` saved (``--render`` does it again)."""
+    opts, results = argparse.Namespace(**out["options"]), out["trials"]
     lines = [
-        f"# Nemesis against Aegra {AEGRA_VERSION}, Redis mode ({started['when']} to"
-        f" {out['ended']})",
+        f"# Nemesis against Aegra {AEGRA_VERSION}, Redis mode ({out['when']} to {out['ended']})",
         "",
         f"{len(results)} trials of {opts.runs} runs each, seed `{opts.seed}`, faults"
         f" `{opts.faults}`, partitions of {opts.partition_seconds} s; each wait at most"
         f" {opts.limit:.0f} s (`--limit`; Aegra retakes a dead process's runs after its"
         " 30 s lease and 15 s reaper). Aegra at its own clocks and bench/peers.py's pools.",
-        f"Machine: {json.dumps(started['machine'])}.",
-        f"`uptime` before: {started['uptime_at_start']}; after: {out['uptime_at_end']}.",
+        f"Machine: {json.dumps(out['machine'])}.",
+        f"`uptime` before: {out['uptime_at_start']}; after: {out['uptime_at_end']}.",
         "",
         "| fault | trials | runs | lost | twice | effects twice | inexact streams"
         " | repeats in the log | stuck | not recovered | recovery p50 | recovery p99 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for fault, row in rows.items():
+    for fault, row in out["table"].items():
         cells = [row[k] for k in ("trials", "runs", *COUNTED, "not_recovered")]
         times = [
             f"{row[k]} s" if row[k] is not None else "-"
             for k in ("recovery_p50_s", "recovery_p99_s")
         ]
         lines.append(f"| `{fault}` | " + " | ".join(map(str, cells + times)) + " |")
-    lines += [
-        "",
-        "Repeats in the log: event ids Aegra's replay buffer holds twice (it marks no"
-        " retry, so a tick there twice may be a node run again:"
-        f" {sum(r['ticks_repeated_in_log'] for r in results)} such ticks in all).",
-    ]
+    lines += ["", *_settled(results), "", *_notes(results)]
     (folder / "nemesis-aegra.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return out
+
+
+def _settled(results: list[dict[str, Any]]) -> list[str]:
+    """From the heal until every run of the trial is over: where Aegra's lease shows."""
+    lines = ["| fault | runs over after the heal: p50 | p99 | max |", "|---|---|---|---|"]
+    for fault in sorted({r["fault"] for r in results}):
+        times = sorted(r["settled_s"] for r in results if r["fault"] == fault)
+        p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+        lines.append(
+            f"| `{fault}` | {statistics.median(times):.1f} s | {p99:.1f} s | {times[-1]:.1f} s |"
+        )
+    return lines
+
+
+def _notes(results: list[dict[str, Any]]) -> list[str]:
+    ticks = sum(r["ticks_repeated_in_log"] for r in results)
+    return [
+        "Repeats in the log: event ids Aegra's replay buffer holds twice. Aegra marks no"
+        " retry in a run's stream, so a tick there twice (a node that ran again, or an"
+        f" event stored twice) is not counted in that column: {ticks} such ticks in all."
+        " Each trial's `held` (in the JSON) says how many of its runs each process was"
+        " executing when the fault struck.",
+    ]
 
 
 async def main(opts: Any) -> int:
@@ -260,6 +283,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", default="nemesis")
     p.add_argument("--partition-seconds", default="5,120", help="the partition's length: min,max")
     p.add_argument("--out", default=str(RESULTS))
+    p.add_argument("--render", action="store_true", help="run nothing: rewrite the .md")
     opts = p.parse_args(argv)
     unknown = set(opts.faults.split(",")) - set(AEGRA_FAULTS)
     if unknown:
@@ -271,4 +295,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(parse())))
+    options = parse()
+    if options.render:
+        render(
+            json.loads((Path(options.out) / "nemesis-aegra.json").read_text()), Path(options.out)
+        )
+        sys.exit(0)
+    sys.exit(asyncio.run(main(options)))
