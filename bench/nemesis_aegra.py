@@ -159,8 +159,8 @@ async def trial(
     out = {"trial": n, "fault": fault, **detail, "held": held, "fault_s": round(healed - struck, 2)}
     out["recovery_s"] = None if recovery is None else round(recovery, 2)
     out["settled_s"] = round(settled - healed, 2)  # from the heal to every run over
-    for run in runs:
-        await read_log(cluster.bases, run)
+    ended = [await read_log(cluster.bases, run) for run in runs]
+    out["replays_not_ended"] = ended.count(False)
     if any(final.get(r.key) not in FINAL for r in runs):
         out["stuck_file"] = await _stuck_file(cluster, runs, opts, n)
     out["statuses"] = dict(final)
@@ -172,17 +172,19 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def write(opts: Any, results: list[dict[str, Any]], started: dict[str, Any]) -> dict[str, Any]:
+def write(
+    opts: Any, results: list[dict[str, Any]], started: dict[str, Any], quiet: bool = False
+) -> dict[str, Any]:
     out = {**started, "ended": now_iso(), "uptime_at_end": uptime(), "table": table(results)}
     out["trials"] = results
     folder = Path(opts.out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nemesis-aegra.json").write_text(json.dumps(out, indent=2) + "\n")
-    render(out, folder)
+    render(out, folder, quiet)
     return out
 
 
-def render(out: dict[str, Any], folder: Path) -> None:
+def render(out: dict[str, Any], folder: Path, quiet: bool = False) -> None:
     """``nemesis-aegra.md`` from what ``write`` saved (``--render`` does it again)."""
     opts, results = argparse.Namespace(**out["options"]), out["trials"]
     lines = [
@@ -207,8 +209,11 @@ def render(out: dict[str, Any], folder: Path) -> None:
         ]
         lines.append(f"| `{fault}` | " + " | ".join(map(str, cells + times)) + " |")
     lines += ["", *_settled(results), "", *_notes(results)]
+    if out.get("aborted"):
+        lines += ["", f"The run stopped early: {out['aborted']}"]
     (folder / "nemesis-aegra.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not quiet:
+        print("\n".join(lines))
 
 
 def _settled(results: list[dict[str, Any]]) -> list[str]:
@@ -225,12 +230,16 @@ def _settled(results: list[dict[str, Any]]) -> list[str]:
 
 def _notes(results: list[dict[str, Any]]) -> list[str]:
     ticks = sum(r["ticks_repeated_in_log"] for r in results)
+    hung = sum(r.get("replays_not_ended", 0) for r in results)
     return [
         "Repeats in the log: event ids Aegra's replay buffer holds twice. Aegra marks no"
         " retry in a run's stream, so a tick there twice (a node that ran again, or an"
         f" event stored twice) is not counted in that column: {ticks} such ticks in all."
         " Each trial's `held` (in the JSON) says how many of its runs each process was"
         " executing when the fault struck.",
+        "",
+        f"Reads of a finished run's whole stream that did not end within 20 s: {hung}"
+        " (Aegra kept them open with keepalives; the part read stands for the log).",
     ]
 
 
@@ -261,8 +270,14 @@ async def deployment(opts: Any, link: netns.Link | None) -> int:
         for n in range(opts.trials):
             if time.monotonic() > stop_at:
                 break
-            result = await trial(n, faults[n % len(faults)], cluster, pg, opts)
+            try:
+                result = await trial(n, faults[n % len(faults)], cluster, pg, opts)
+            except Exception as exc:  # e.g. an Aegra that does not start again: say so
+                started["aborted"] = f"trial {n} ({faults[n % len(faults)]}): {exc!r}"[:2000]
+                print(started["aborted"], flush=True)
+                break
             results.append(result)
+            write(opts, results, started, quiet=True)  # an interrupted run keeps its trials
             print(json.dumps({k: v for k, v in result.items() if k != "inexact"}), flush=True)
     finally:
         cluster.stop()

@@ -124,17 +124,22 @@ async def settle(
         await asyncio.sleep(0.5)
 
 
-async def read_log(bases: list[str], run: AegraFollowed) -> None:
+async def read_log(bases: list[str], run: AegraFollowed, limit: float = 20.0) -> bool:
     """The run's whole replay buffer, asked with an event id it does not hold (the
-    stream's events straight from the wire, without the SDK's own rejoins)."""
+    stream's events straight from the wire, without the SDK's own rejoins). Whether the
+    stream ended: Aegra may hold it open (keepalives, no end) after the run is over,
+    so each read has ``limit`` seconds, and the longest part read is kept."""
     headers = {"Last-Event-ID": f"{run.run_id}_event_0"}
     async with httpx.AsyncClient(timeout=10.0) as client:
         for base in bases:
             url = f"{base}/threads/{run.thread_id}/runs/{run.run_id}/stream"
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                async with client.stream("GET", url, headers=headers) as got:
+            log: list[tuple[int, str, int | None]] = []
+            with contextlib.suppress(httpx.HTTPError, ValueError, TimeoutError):
+                async with (
+                    asyncio.timeout(limit),
+                    client.stream("GET", url, headers=headers) as got,
+                ):
                     got.raise_for_status()
-                    log: list[tuple[int, str, int | None]] = []
                     async for frame in frames(got.aiter_lines()):
                         if not frame.id or "_event_" not in frame.id:
                             continue
@@ -143,7 +148,10 @@ async def read_log(bases: list[str], run: AegraFollowed) -> None:
                             tick = json.loads(frame.data).get("tick")
                         log.append((int(frame.id.rsplit("_event_", 1)[1]), frame.event, tick))
                     run.log = log
-                    return
+                    return True
+            if len(log) > len(run.log):
+                run.log = log
+    return False
 
 
 async def a_run_completes(base: str, deadline: float) -> bool:
