@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/nemesis_aegra.py --trials 30 --out bench/results
     .venv/bin/python bench/nemesis_aegra.py --trials 5 --faults kill_one --out /tmp/x
+    .venv/bin/python bench/nemesis_aegra.py --render    # the .md again, from the .json
 
 The deployment (bench/nemesis_aegra_cluster.py): two Aegra processes in Redis mode, as
 bench/peers.py installs it (aegra-api in a Python 3.12 venv under .artifacts/peers), on a
