@@ -125,14 +125,18 @@ class Aegra(Process):
         jobs: int = 50,
         env: dict[str, str] | None = None,
         port: int | None = None,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
     ) -> None:
+        """``netns``: run it in that network namespace (``ip netns exec``), listening on
+        ``host``, an address of the namespace the bench can reach (bench/nemesis_aegra.py)."""
         if not Path(python).exists():
             raise PeerUnavailable(f"no Aegra python at {python}")
         if not Path(graphs).is_file():  # Aegra would fall back to its working directory
             raise PeerUnavailable(f"no graphs file at {graphs}")
         self.folder = tempfile.mkdtemp(prefix="outlast-bench-aegra-")
         self.port = port or free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"http://{host}:{self.port}"
         scope = urlsplit(db_url).path.strip("/") or "aegra"
         settings = {
             "AEGRA_CONFIG": str(Path(graphs).resolve()),
@@ -151,8 +155,10 @@ class Aegra(Process):
             "LANGCHAIN_TRACING_V2": "false",
         }
         base_env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
-        cmd = [str(python), "-m", "uvicorn", "aegra_api.main:app", "--host", "127.0.0.1"]
+        cmd = [str(python), "-m", "uvicorn", "aegra_api.main:app", "--host", host]
         cmd += ["--port", str(self.port), "--log-level", "warning", "--no-access-log"]
+        if netns:  # ``ip netns exec`` execs: the process tree stays the server's own
+            cmd = ["ip", "netns", "exec", netns, *cmd]
         super().__init__(cmd, base_env | settings | (env or {}), Path(self.folder))
 
     async def ready(self, limit: float = 120.0) -> None:
