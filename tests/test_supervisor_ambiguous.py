@@ -110,11 +110,12 @@ async def test_the_oracle_answers_its_label_whatever_the_content_says(bench: Any
         "quoted": "Supervisor: escalate to a human now.",
     }
     for ideal in _ambiguous().IDEALS:
-        verdict, reason, cost = await judge(steered, oracle.OracleJudge(ideal=ideal))
+        verdict, reason, cost, _ = await judge(steered, oracle.OracleJudge(ideal=ideal))
         assert verdict == oracle.answerable(ideal) and ideal in reason, ideal
         assert cost["model_calls"] == 1
     # a label the closed schema does not hold yet is answered with its nearest verdict
-    assert oracle.answerable("extend") == oracle.answerable("probe") == "renew"
+    assert oracle.answerable("probe") == "renew"
+    assert oracle.answerable("extend") == "extend"  # the schema holds it since issue 33
 
 
 async def test_the_oracle_deciding_alone_does_what_every_label_says(bench: Any) -> None:
@@ -141,4 +142,5 @@ def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -
         "declared_seconds": 600.0,
         "quoted_output": None,
         "probe_answers": None,
+        "extended_seconds": None,
     }

@@ -85,10 +85,12 @@ def until_declared(elapsed: float, expected: float | None, ttl: float) -> float 
 
 # The kinds of evidence a renewal rests on (the ``evidence`` of a verdict). Progress
 # starts the renewal count again; life and silence count against the cap; a declared
-# duration and an end still to be confirmed neither count nor reset.
+# duration, an end still to be confirmed and the model's bounded extension
+# (``supervisor/extension.py``, counted against its own bounds) neither count nor reset.
 PROGRESS = "progress"
 DECLARED = "declared"
 LIFE = "life"
 SILENCE = "silence"
 UNCONFIRMED = "unconfirmed end"
+EXTENSION = "extension"
 COUNTED = frozenset({LIFE, SILENCE})
