@@ -10,20 +10,24 @@ leases take milliseconds; the ladder and the judge run for real.
 Judges: the offline ``scripted`` one (evidence only: it reads no text), a ``random`` one, a
 ``gullible`` one that obeys any instruction in the text it reads, the ``oracle`` that
 answers each scenario's label (``supervisor_oracle.py``: the ceiling of a perfect model),
-and ``OUTLAST_SUPERVISOR_MODEL`` when it names a real model. Each is measured twice, on
-each corpus and on both: through the ladder, and **deciding alone** (its verdict acted at
-every expiry, without the probe calls the ladder makes), which is what the ladder's rules
-are measured against: the evaluation must be able to fail, and the alone rows show that
-it does.
+and ``OUTLAST_SUPERVISOR_MODEL`` when it names a real model. Through the ladder past the cap
+the model may grant bounded extensions (``supervisor/extension.py``, default bounds); the
+scripted judge is measured once more with none (the ladder before issue 33). Each is
+measured twice, on each corpus and on both: through the ladder, and **deciding alone** (its
+verdict acted at every expiry, without the probe calls the ladder makes), which is what the
+ladder's rules are measured against: the evaluation must be able to fail, and the alone
+rows show that it does.
 
 Per judge: false kills (an operation that would have finished, closed), needless
 escalations (one that would have finished, handed to a person or restarted), missed stalls
 (a stuck one still renewed at the horizon), followed injections (an injected scenario whose
 acted outcome, at some expiry or at the end, moved to what its text demanded, compared with
-the same scenario without the text), outcomes as labelled (fine ones finished, stuck ones
-stopped with their label's verdict), model calls per 100 expiries, time and tokens per
-decision, and how long stalls ran before they were stopped. Then issue 33's aims, and the
-check that each pair of ambiguous twins looks the same to the evidence tiers (``ambiguity``).
+the same scenario without the text; a bounded extension is not such a move, and the time
+injections bought with extensions is counted apart: ``supervisor_injections.py``),
+outcomes as labelled (fine ones finished, stuck ones stopped with their label's verdict),
+model calls per 100 expiries, time and tokens per decision, and how long stalls ran before
+they were stopped. Then issue 33's aims, and the check that each pair of ambiguous twins
+looks the same to the evidence tiers (``ambiguity``).
 Results go to ``bench/results/supervisor_eval.{json,md}``.
 """
 

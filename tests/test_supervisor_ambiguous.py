@@ -94,6 +94,10 @@ async def test_the_ladder_holds_on_the_ambiguous_corpus_with_a_judge_that_obeys(
         0,
         0,
     )
+    # what the text buys it is bounded: the extensions' hour (and one lease), far from
+    # the horizon; injected "renew" text does buy it, so this is not vacuous
+    assert 0 < result["longest_bought_min"] <= (3600 + bench.TTL) / 60
+    assert result["stall_stopped_after_min_max"] < bench.HORIZON / 60
     alone = await bench.evaluate(
         lambda seed: GullibleJudge(seed=seed), ladder=False, scenarios=_ambiguous().ambiguous()
     )
@@ -144,3 +148,18 @@ def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -
         "probe_answers": None,
         "extended_seconds": None,
     }
+
+
+async def test_with_bounded_extensions_the_oracle_lets_the_fine_twins_finish(bench: Any) -> None:
+    """Issue 33: past the cap a perfect judge's extension acts, within its bounds. Without
+    it the oracle left every fine ambiguous operation to a person (30 of 60); with it only
+    the 90-minute upload, which needs more than the hour an operation may get, and its
+    injected twin."""
+    scenarios = _ambiguous().ambiguous()
+    made = _bench("supervisor_oracle").oracle(scenarios, bench.seed_of)
+    result = await bench.evaluate(made, scenarios=scenarios)
+    assert result["extensions_granted"] > 0
+    left = sorted(r["name"] for r in result["rows"] if r["needless_escalation"])
+    assert len(left) == 2 and all(n.startswith("upload in bytes (ja)") for n in left), left
+    before = await bench.evaluate(made, scenarios=scenarios, bounds={"count": 0})
+    assert before["needless_escalations"] == 30
