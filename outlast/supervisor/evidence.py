@@ -1,9 +1,10 @@
 """What counts as evidence when an activity lease expires, and how much time it buys.
 
-The supervisor's rule is that no single model answer ends or extends an operation: the
+The supervisor's rule is that no single model answer ends an operation, and that one
+extends it only past the cap and within hard bounds (``supervisor/extension.py``): the
 model reads the operation's own text (notes, tool output, error messages), and that text
-may have been written to steer it. So every verdict that acts rests on evidence that
-text cannot forge, because it comes from the operation's code or from the clock:
+may have been written to steer it. So every other verdict that acts rests on evidence
+that text cannot forge, because it comes from the operation's code or from the clock:
 
 - **progress**: a ``progress(..., fraction)`` whose fraction rose past the best seen, or
   a probe whose ``progress`` rose. Progress renews without limit (the mission budget, the
