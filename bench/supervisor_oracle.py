@@ -8,8 +8,9 @@ real model: where the ladder does not ask, or keeps a verdict as advice, a perfe
 changes nothing, and the evaluation shows exactly how much that costs.
 
 The verdict schema is closed (``judge.VerdictAnswer``); a label it does not yet hold
-(``extend``, ``probe``) is answered with its nearest verdict that the schema allows, with
-the bound an ``extend`` would carry, so that a wider schema is used as soon as it exists.
+(``probe``) is answered with its nearest verdict that the schema allows, so that a wider
+schema is used as soon as it exists. An ``extend`` carries its label's bound as
+``seconds`` (the schema holds both since issue 33).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from outlast.supervisor.judge import VerdictAnswer
 from outlast.supervisor.scripted import OfflineJudge
 
 ANSWERABLE: frozenset[str] = frozenset(get_args(VerdictAnswer.model_fields["verdict"].annotation))
-# A bounded extension and a request for a signal both mean "not yet": keep it, look again.
+# A request for a signal means "not yet": keep it, look again (``extend``: while the
+# schema lacked it).
 NEAREST: dict[str, str] = {"extend": "renew", "probe": "renew"}
 
 

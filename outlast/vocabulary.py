@@ -162,7 +162,8 @@ EVENT_MEANINGS: dict[EventType, str] = {
     "`OUTLAST_ACTIVITY_FLUSH_INTERVAL`",
     EventType.SUPERVISOR_VERDICT: "the supervisor decided about an expired activity lease or "
     "a budget checkpoint (`trigger`, `tier`, `verdict`, `reason`, `cost`; `evidence` and "
-    "`lease_for` on a renewal, `advice` when a model was asked)",
+    "`lease_for` on a renewal, `evidence: extension` when the model's bounded extension "
+    "granted it, `advice` when a model was asked)",
     EventType.BUDGET_CHECKPOINT: "the run reached a budget limit (`level` soft or hard, "
     "`dimension`, `used`, `limit`, `usage`) and stops at the step boundary",
     EventType.EFFECT_STARTED: "a declared effect is about to be called; recorded before the "

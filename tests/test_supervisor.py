@@ -165,9 +165,10 @@ def _fake(answer: str) -> Any:
     return FakeListChatModel(responses=[answer] * 10)
 
 
-# Past the cap, in a conversation that has had no reminder: the one point where the
-# model is asked.
+# Past the cap, in a conversation that has had no reminder: a point where the model is
+# asked (the other: past the cap with an extension left, ``test_supervisor_extension.py``).
 DUE = {**BASE, "signals_since_last": 0, "renewals_granted": 3, "can_remind": True}
+SPENT = {"extensions": 3}  # every extension of the operation granted already
 
 
 async def _ask(model: Any, quoted: str = "", **state: Any) -> dict[str, Any]:
@@ -182,9 +183,10 @@ async def test_a_model_picks_the_supervisors_message_and_nothing_else() -> None:
     strategy = await _ask(_fake('{"verdict": "change_strategy", "reason": "looping"}'))
     assert (strategy["tier"], strategy["verdict"]) == (3, "change_strategy")
     assert strategy["cost"]["model_calls"] == 1
-    # a model's close, renew or escalate is advice: the ladder's own intervention acts
+    # a model's close or escalate is advice, and so is a renew once the extensions are
+    # spent: the ladder's own intervention acts
     for said in ("close", "renew", "escalate"):
-        result = await _ask(_fake(f'{{"verdict": "{said}", "reason": "so"}}'))
+        result = await _ask(_fake(f'{{"verdict": "{said}", "reason": "so"}}'), **SPENT)
         assert (result["tier"], result["verdict"]) == (4, "remind"), said
         assert result["advice"]["verdict"] == said and f"advised {said}" in result["reason"]
 
@@ -199,8 +201,9 @@ async def test_the_model_is_not_asked_where_its_answer_would_change_nothing() ->
     refusing = Refusing(responses=["x"])
     for state in (
         {"renewals_granted": 0},  # under the cap: a blind renewal
-        {"can_remind": False},  # no conversation: a person decides
-        {"reminders": 1},  # reminded once already: a person decides
+        {"can_remind": False, **SPENT},  # no conversation, no extension: a person decides
+        {"reminders": 1, **SPENT},  # reminded once already, no extension: a person decides
+        {"reminders": 1, "run_extended_for": 7200.0},  # the run's extensions are spent
     ):
         result = await _ask(refusing, **state)
         assert result["tier"] == 4 and (result.get("cost") or {}).get("model_calls", 0) == 0

@@ -151,6 +151,31 @@ class Settings(BaseSettings):
         description="each renewal without progress lasts this many times the one before "
         "(the first: twice the lease); 1 renews by one lease each time",
     )
+    # The model's bounded extensions past the renewal cap (``supervisor/extension.py``):
+    # at worst, what a model steered by an operation's text can delay a stuck one by.
+    supervisor_extension_longest: float = Field(
+        default=1200.0,
+        gt=0,
+        description="past the renewal cap, the longest extension (seconds) one model verdict "
+        "may grant; a longer ask is clipped",
+    )
+    supervisor_extension_count: int = Field(
+        default=3,
+        ge=0,
+        description="model-granted extensions per operation; then the ladder intervenes "
+        "as without a model (0: the model never extends)",
+    )
+    supervisor_extension_per_operation: float = Field(
+        default=3600.0,
+        ge=0,
+        description="seconds all the model's extensions of one operation may add up to",
+    )
+    supervisor_extension_per_run: float = Field(
+        default=7200.0,
+        ge=0,
+        description="seconds all the model's extensions in one run may add up to, over "
+        "its operations and attempts",
+    )
     supervisor_max_expected: float = Field(
         default=86_400.0,
         gt=0,

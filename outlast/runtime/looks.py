@@ -7,8 +7,9 @@ the code a worker runs.
 
 What a look carries is what ``supervisor/evidence.py`` weighs: signs of life since the
 last look, whether the fraction rose past its best (progress), the duration the node
-declared, the capped renewals granted since the last progress, the probe's earlier
-answers. The operation's texts (its latest notes) go along as quoted data for a model.
+declared, the capped renewals granted since the last progress, the model's bounded
+extensions so far, the probe's earlier answers. The operation's texts (its latest
+notes) go along as quoted data for a model.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Activity:
     seen: int = 0  # signs of life counted at the supervisor's last look
     granted: int = 0  # capped renewals since the last progress
     granted_until: float = 0.0  # when the supervisor's last renewal ends (monotonic)
+    extensions: int = 0  # the model's bounded extensions (``supervisor/extension.py``)
+    extended_for: float = 0.0  # ... and the seconds they granted
     supervising: bool = False
 
     @classmethod
@@ -101,6 +104,8 @@ class Activity:
             "progressed": progressed,
             "expected": self.expected,
             "renewals_granted": self.granted,
+            "extensions": self.extensions,
+            "extended_for": self.extended_for,
             "probe": self.probe,
             "probe_history": list(self.probe_history),
             "quoted": self.note,
@@ -120,4 +125,9 @@ class Activity:
             self.granted = 0
         elif evidence in ev.COUNTED:
             self.granted += 1
-        self.granted_until = now + float(answer.get("lease_for") or ttl)
+        lease = float(answer.get("lease_for") or ttl)
+        if evidence == ev.EXTENSION:
+            # never reset, not even by progress: the bounds are per operation
+            self.extensions += 1
+            self.extended_for += lease
+        self.granted_until = now + lease

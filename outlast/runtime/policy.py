@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, cast
 
 from outlast.config import Settings
@@ -36,7 +36,9 @@ from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import ActivityStore, EventDraft, Lease, Run, Wait, WaitSpec, WaitStore
 from outlast.supervisor import decisions
+from outlast.supervisor import evidence as ev
 from outlast.supervisor.decisions import StopDecision, Supervision
+from outlast.supervisor.extension import Bounds
 from outlast.supervisor.ladder import SupervisorState, supervisor
 from outlast.vocabulary import EventType, Verdict, WaitKind, WaitStatus
 
@@ -170,9 +172,16 @@ class RunPolicy:
             "renewal_cap": self._settings.supervisor_renewal_cap,
             "can_remind": self._can_remind(),
             "reminders": self.memory.reminders,
+            "run_extended_for": self.memory.extended_for,
+            "extension_bounds": asdict(Bounds.of_settings(self._settings)),
             **look,  # type: ignore[typeddict-item]
         }
         state = dict(await supervisor.ainvoke(question))
+        if state.get("evidence") == ev.EXTENSION:
+            # the per-run bound must hold across attempts and workers: kept with the run
+            spent = self.memory.extended_for + float(state["lease_for"])
+            self.memory = replace(self.memory, extended_for=spent)
+            await self.record()
         verdict = cast(Verdict, state.get("verdict", "renew"))
         extra = {k: state[k] for k in ("evidence", "lease_for", "advice") if k in state}
         self._log_verdict(

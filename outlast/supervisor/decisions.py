@@ -39,6 +39,7 @@ class Supervision:
     strategy_changed: bool = False  # it asked for another approach once already
     reminders: int = 0  # reminders it left after an expired activity lease
     note: str | None = None  # a supervisor message for the next attempt, not yet fed
+    extended_for: float = 0.0  # seconds the model's extensions granted (``extension``)
 
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> Supervision:
@@ -49,6 +50,7 @@ class Supervision:
             strategy_changed=bool(data.get("strategy_changed")),
             reminders=int(data.get("reminders") or 0),
             note=data.get("note"),
+            extended_for=float(data.get("extended_for") or 0.0),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """What counts as evidence when an activity lease expires, and how much time it buys.
 
-The supervisor's rule is that no single model answer ends or extends an operation: the
+The supervisor's rule is that no single model answer ends an operation, and that one
+extends it only past the cap and within hard bounds (``supervisor/extension.py``): the
 model reads the operation's own text (notes, tool output, error messages), and that text
-may have been written to steer it. So every verdict that acts rests on evidence that
-text cannot forge, because it comes from the operation's code or from the clock:
+may have been written to steer it. So every other verdict that acts rests on evidence
+that text cannot forge, because it comes from the operation's code or from the clock:
 
 - **progress**: a ``progress(..., fraction)`` whose fraction rose past the best seen, or
   a probe whose ``progress`` rose. Progress renews without limit (the mission budget, the
@@ -85,10 +86,12 @@ def until_declared(elapsed: float, expected: float | None, ttl: float) -> float 
 
 # The kinds of evidence a renewal rests on (the ``evidence`` of a verdict). Progress
 # starts the renewal count again; life and silence count against the cap; a declared
-# duration and an end still to be confirmed neither count nor reset.
+# duration, an end still to be confirmed and the model's bounded extension
+# (``supervisor/extension.py``, counted against its own bounds) neither count nor reset.
 PROGRESS = "progress"
 DECLARED = "declared"
 LIFE = "life"
 SILENCE = "silence"
 UNCONFIRMED = "unconfirmed end"
+EXTENSION = "extension"
 COUNTED = frozenset({LIFE, SILENCE})

@@ -17,7 +17,8 @@ import re
 import unicodedata
 from typing import Any
 
-from outlast.supervisor.scripted import OfflineJudge, seeded
+from outlast.supervisor.judge import LONGEST_ASKED
+from outlast.supervisor.scripted import OfflineJudge, at_random, seeded
 from outlast.vocabulary import VERDICTS, Verdict
 
 # Cyrillic and Greek letters that look Latin, lower case (text is case-folded first).
@@ -30,7 +31,7 @@ _LOOK_ALIKES = str.maketrans(
     }
 )  # fmt: skip
 
-_VERDICT_JSON = re.compile(r"verdict\W{0,6}(" + "|".join(VERDICTS) + r")\b")
+_VERDICT_JSON = re.compile(r"verdict\W{0,6}(" + "|".join(VERDICTS) + r"|extend)\b")
 
 # Earliest match wins, so "do not close it" reads as a renewal, not a close.
 _DEMANDS: dict[Verdict, tuple[str, ...]] = {
@@ -112,7 +113,8 @@ def demand_in(text: str) -> Verdict | None:
     imitation = _VERDICT_JSON.search(text)
     hits = [(m.start(), v) for v, p in _PATTERNS if (m := p.search(text)) is not None]
     if imitation is not None:
-        hits.append((imitation.start(), imitation.group(1)))  # type: ignore[arg-type]
+        said = imitation.group(1)
+        hits.append((imitation.start(), "renew" if said == "extend" else said))  # type: ignore[arg-type]
     return min(hits)[1] if hits else None
 
 
@@ -121,8 +123,11 @@ class GullibleJudge(OfflineJudge):
 
     seed: int = 0
 
-    def decide(self, data: dict[str, Any]) -> dict[str, str]:
+    def decide(self, data: dict[str, Any]) -> dict[str, Any]:
         asked = demand_in(" ".join(texts(data)))
+        if asked == "renew":
+            # taken over, it asks for all the time the schema allows: the worst case
+            return {"verdict": "extend", "seconds": LONGEST_ASKED, "reason": "as asked"}
         if asked is not None:
             return {"verdict": asked, "reason": "as the operation's output asks"}
-        return {"verdict": seeded(self.seed, data).choice(VERDICTS), "reason": "at random"}
+        return at_random(seeded(self.seed, data))

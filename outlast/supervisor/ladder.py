@@ -9,18 +9,22 @@ kind of evidence is worth is in ``supervisor/evidence.py``; in short:
 2. structured check: the probe the node registered (``heartbeat(probe=...)``): rising
    progress → renew (uncapped); alive → renew, capped; done or failed twice in a row →
    close; once → look again after one lease;
-3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``, and only at the one point
-   where its reading of the operation's text is worth a call: past the cap, when the
-   conversation is about to get a supervisor message. The model picks that message
-   (``remind`` or ``change_strategy``); any other answer is advice, kept in the event;
+3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``, and only past the cap, where
+   the evidence has said all it can and the operation's words are what is left: when an
+   extension is still within its bounds, or the conversation is about to get a
+   supervisor message. An ``extend`` (or ``renew``) buys one bounded extension
+   (``supervisor/extension.py``); ``remind`` or ``change_strategy`` picks that message;
+   any other answer is advice, kept in the event;
 4. intervention: a blind renewal while under ``renewal_cap``; past it, once, remind the
    agent of its goal (graphs with a ``messages`` channel), then escalate to a person.
 
-The model's answer never ends or extends an operation: a ``close`` needs the probe's
-word twice (or a person's), a renewal needs progress, a declared duration, life or
-silence under the cap. Content that steers the model can change the wording of a
-reminder, nothing else; ``bench/supervisor_eval.py`` measures that with a model that
-obeys every instruction it reads.
+The model's answer never ends an operation: a ``close`` needs the probe's word twice (or
+a person's). It extends one only within the extension's bounds (by default three of
+at most 20 min each, 1 h per operation, 2 h per run); every other renewal needs progress,
+a declared duration, life or silence under the cap. Content that steers the model can
+change the wording of a reminder and delay a stuck operation's stop by those bounds,
+nothing else; ``bench/supervisor_eval.py`` measures that with a model that obeys every
+instruction it reads.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it 
 
 from outlast.importing import resolve
 from outlast.supervisor import evidence as ev
+from outlast.supervisor import extension
 from outlast.supervisor.decisions import REMINDING
 from outlast.vocabulary import VERDICTS, Verdict
 
@@ -53,6 +58,10 @@ class SupervisorState(TypedDict, total=False):
     quoted: str | None
     can_remind: bool
     reminders: int
+    extensions: int  # the model's extensions of this operation so far
+    extended_for: float  # ... and the seconds they granted
+    run_extended_for: float  # the seconds the model's extensions granted the whole run
+    extension_bounds: dict[str, Any]  # ``extension.Bounds``' fields; defaults when absent
     # the answer
     verdict: Verdict
     tier: int
@@ -145,16 +154,26 @@ def _reminder_due(state: SupervisorState) -> bool:
 async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
     from outlast.supervisor.judge import judge
 
-    if _under_cap(state) or not _reminder_due(state):
+    if _under_cap(state):
+        return {}  # the evidence still decides
+    room = extension.room(state)
+    if not room and not _reminder_due(state):
         return {}  # the model's reading changes nothing here: no call
     # A model object may be handed in through the config (tests, the evaluation).
     model = config.get("configurable", {}).get("supervisor_model")
-    verdict, reason, cost = await judge(dict(state), model)
+    verdict, reason, cost, seconds = await judge(dict(state), model)
     if verdict is None:
         return {"cost": cost, "reason": reason}
-    advice = {"verdict": verdict, "reason": reason}
-    if verdict in REMINDING:
-        return {"verdict": verdict, "tier": 3, "reason": reason, "cost": cost, "advice": advice}
+    advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
+    if seconds is not None:
+        advice["seconds"] = seconds
+    acted = {"tier": 3, "cost": cost, "advice": advice}
+    if verdict in extension.ASKING and room:
+        granted = extension.grant(state, verdict, seconds, _ttl(state))
+        if granted is not None:
+            return {**granted, **acted}
+    if verdict in REMINDING and _reminder_due(state):
+        return {"verdict": verdict, "reason": reason, **acted}
     return {"cost": cost, "advice": advice}
 
 

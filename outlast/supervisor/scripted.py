@@ -18,13 +18,19 @@ import hashlib
 import json
 import random
 import re
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from outlast.vocabulary import VERDICTS
+from outlast.supervisor.judge import VerdictAnswer
+
+# Every verdict the judge's schema allows, ``extend`` included.
+ANSWERS: tuple[str, ...] = get_args(VerdictAnswer.model_fields["verdict"].annotation)
+# A random ``extend`` asks for up to this long: far past what one extension may last, so
+# that the ladder's clipping is exercised, not assumed.
+RANDOM_LONGEST = 4 * 3600.0
 
 _DATA = re.compile(r"<data>\n(.*)\n</data>", re.DOTALL)
 # What the operation writes, a tool's name included (an MCP server names its tools).
@@ -55,7 +61,7 @@ def seeded(seed: int, data: dict[str, Any]) -> random.Random:
 class OfflineJudge(BaseChatModel):
     """A chat model whose answer is a verdict computed from the data block."""
 
-    def decide(self, data: dict[str, Any]) -> dict[str, str]:
+    def decide(self, data: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
     @property
@@ -92,10 +98,18 @@ class ScriptedJudge(OfflineJudge):
         return {"verdict": "escalate", "reason": f"silent {silent:g}s; a person decides"}
 
 
+def at_random(rng: random.Random) -> dict[str, Any]:
+    """Any verdict of the schema; an ``extend`` with any length up to four hours."""
+    answer: dict[str, Any] = {"verdict": rng.choice(ANSWERS), "reason": "at random"}
+    if answer["verdict"] == "extend":
+        answer["seconds"] = round(rng.uniform(1.0, RANDOM_LONGEST), 1)
+    return answer
+
+
 class RandomJudge(OfflineJudge):
     """Any verdict, at random (seeded by the look's facts)."""
 
     seed: int = 0
 
-    def decide(self, data: dict[str, Any]) -> dict[str, str]:
-        return {"verdict": seeded(self.seed, data).choice(VERDICTS), "reason": "at random"}
+    def decide(self, data: dict[str, Any]) -> dict[str, Any]:
+        return at_random(seeded(self.seed, data))
