@@ -1,6 +1,6 @@
 """The nemesis: trials of a workload under one fault each, and what each fault cost.
 
-    .venv/bin/python bench/nemesis.py --trials 1000 --hours 8      # the full run
+    .venv/bin/python bench/nemesis.py --trials 1000 --hours 8 --parallel 2  # the full run
     .venv/bin/python bench/nemesis.py --trials 10 --out /tmp/smoke # what CI runs
     .venv/bin/python bench/nemesis.py --backend sqlite             # one process on SQLite
 
@@ -13,6 +13,10 @@ Then the trial measures the recovery (from the heal until every process runs, ev
 process is ready and a new run completes) and waits for the runs to settle, at most
 ``--limit`` seconds, and counts from the record file and the database: runs lost,
 finished twice, effects twice, streams not exact, runs stuck.
+
+``--parallel N`` runs N such deployments side by side, each with its own Postgres and
+w1 network, taking the next trial as each finishes one: a long run in less time, at the
+price of a busier machine (each trial records the load).
 
 With ``--backend sqlite`` the deployment is one ``outlast serve`` whose SQLite store is on
 a small tmpfs (bench/nemesis_disk.py), and the faults are its SIGKILL and a full disk.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -36,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,45 +216,72 @@ async def main(opts: Any) -> int:
     with contextlib.ExitStack() as stack:
         if opts.backend == "sqlite":
             disk = stack.enter_context(small_disk(Path(opts.work) / "disk", opts.disk_mb))
-            return await run_trials(opts, Cluster(None, disk=disk), None)
-        link = None if netns.missing() else stack.enter_context(netns.link())
-        if link is None and {"partition", "latency"} & set(opts.faults.split(",")):
+            return await run_trials(opts, [(Cluster(None, disk=disk), None)])
+        if netns.missing() and {"partition", "latency"} & set(opts.faults.split(",")):
             raise SystemExit(f"error: w1's link needs network namespaces ({netns.missing()})")
-        return await deployment(opts, link)
+        links = [
+            None if netns.missing() else stack.enter_context(netns.link())
+            for _ in range(opts.parallel)
+        ]
+        return await deployments(opts, links)
 
 
 async def deployment(opts: Any, link: netns.Link | None) -> int:
-    """The trials on the Postgres deployment, on a Postgres made for them."""
-    pg = OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",))
-    await pg.create()
+    """The trials on one Postgres deployment, on a Postgres made for them."""
+    return await deployments(opts, [link])
+
+
+async def deployments(opts: Any, links: list[netns.Link | None]) -> int:
+    """The trials on one Postgres deployment per link, each on a Postgres of its own."""
+    pgs = [OwnPostgres(("127.0.0.1", link.host_ip) if link else ("127.0.0.1",)) for link in links]
     try:
-        return await run_trials(opts, Cluster(pg, link), pg)
+        for pg in pgs:
+            await pg.create()
+        lanes = [(Cluster(pg, link), pg) for pg, link in zip(pgs, links, strict=True)]
+        return await run_trials(opts, lanes)
     finally:
-        await pg.remove()
+        for pg in pgs:
+            await pg.remove()
 
 
-async def run_trials(opts: Any, cluster: Cluster, pg: OwnPostgres | None) -> int:
-    """``opts.trials`` trials on ``cluster`` (``pg``: its Postgres, None on SQLite)."""
-    faults = opts.faults.split(",")
-    cluster.partition_s, cluster.latency_s = opts.partition_s, opts.latency_s
+async def run_trials(opts: Any, lanes: list[tuple[Cluster, OwnPostgres | None]]) -> int:
+    """``opts.trials`` trials, shared by the deployments of ``lanes`` (each a cluster and
+    its Postgres, None on SQLite), which take the next trial as they finish one: several
+    deployments side by side make a long run shorter (``--parallel``), each trial on its
+    own deployment, whose faults touch nothing of the others'."""
     started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
     results: list[dict[str, Any]] = []
+    numbers = itertools.count()
     stop_at = time.monotonic() + opts.hours * 3600
+    async with asyncio.TaskGroup() as group:
+        for cluster, pg in lanes:
+            group.create_task(_lane(opts, cluster, pg, numbers, stop_at, results))
+    results.sort(key=lambda r: int(r["trial"]))
+    rows = write(opts, results, started)["table"]
+    return 1 if any(row[k] for row in rows.values() for k in COUNTED) else 0
+
+
+async def _lane(
+    opts: Any,
+    cluster: Cluster,
+    pg: OwnPostgres | None,
+    numbers: Iterator[int],
+    stop_at: float,
+    results: list[dict[str, Any]],
+) -> None:
+    faults = opts.faults.split(",")
+    cluster.partition_s, cluster.latency_s = opts.partition_s, opts.latency_s
     try:
         first, *others = cluster.members  # the first migrates the database, alone
         await cluster.start(first)
         if others:
             await cluster.start(*others)
-        for n in range(opts.trials):
-            if time.monotonic() > stop_at:
-                break
+        while (n := next(numbers)) < opts.trials and time.monotonic() <= stop_at:
             result = await trial(n, faults[n % len(faults)], cluster, pg, opts)
             results.append(result)
             print(json.dumps({k: v for k, v in result.items() if k != "inexact"}), flush=True)
     finally:
         cluster.stop()
-    rows = write(opts, results, started)["table"]
-    return 1 if any(row[k] for row in rows.values() for k in COUNTED) else 0
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -263,6 +296,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--partition-seconds", default="5,120", help="the partition's length: min,max")
     p.add_argument("--latency-seconds", default="5,30", help="the latency's length: min,max")
     p.add_argument("--disk-mb", type=int, default=32, help="the SQLite tmpfs's size")
+    p.add_argument(
+        "--parallel", type=int, default=1, help="Postgres deployments side by side (own links)"
+    )
     p.add_argument("--out", default=str(RESULTS))
     opts = p.parse_args(argv)
     known = SQLITE_FAULTS if opts.backend == "sqlite" else POSTGRES_FAULTS
