@@ -176,6 +176,32 @@ class Settings(BaseSettings):
         description="seconds all the model's extensions in one run may add up to, over "
         "its operations and attempts",
     )
+    # What the semantic tier may spend (``supervisor/costs.py``). Over a budget the ladder
+    # decides as without a model: it never kills, and never extends on no one's word.
+    supervisor_max_calls_per_run: int = Field(
+        default=20,
+        ge=0,
+        description="supervisor model calls one run may make, over its operations and "
+        "attempts; past it the evidence alone decides (0: the model is never asked)",
+    )
+    supervisor_max_calls_per_minute: float = Field(
+        default=60.0,
+        ge=0,
+        description="supervisor model calls per minute in one process (a token bucket that "
+        "holds one minute's calls); past it the evidence alone decides",
+    )
+    supervisor_cache_size: int = Field(
+        default=1024,
+        ge=0,
+        description="verdicts kept per process, one per operation state the model was "
+        "shown (least recently used dropped first; 0: no cache)",
+    )
+    supervisor_cache_ttl: float = Field(
+        default=300.0,
+        ge=0,
+        description="seconds a cached verdict answers the same question again; the "
+        "clocks it was read against (silence, elapsed time) are at most this old",
+    )
     supervisor_max_expected: float = Field(
         default=86_400.0,
         gt=0,

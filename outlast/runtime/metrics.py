@@ -130,6 +130,28 @@ SUPERVISOR_VERDICTS = Counter(
     ["tier", "verdict"],
     registry=REGISTRY,
 )
+SUPERVISOR_MODEL_CALLS = Counter(
+    "outlast_supervisor_model_calls",
+    "Questions to the supervisor's model by outcome: called (it answered), cached (the "
+    "same question was answered lately), over_budget (the run's or the process's calls "
+    "were spent: the evidence decided), failed (the call raised). Why: what the semantic "
+    "tier costs, and whether its budgets are set where it is needed.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+SUPERVISOR_MODEL_TOKENS = Counter(
+    "outlast_supervisor_model_tokens",
+    "Tokens the supervisor's model used, input or output, as its usage metadata reports "
+    "them. Why: the semantic tier's size, priced or not.",
+    ["kind"],
+    registry=REGISTRY,
+)
+SUPERVISOR_MODEL_COST = Counter(
+    "outlast_supervisor_model_cost_usd",
+    "USD the supervisor's model cost, from its tokens and OUTLAST_MODEL_PRICES (unpriced "
+    "models add nothing). Why: the price of the semantic tier against the pages it saves.",
+    registry=REGISTRY,
+)
 BUDGET_CHECKPOINTS = Counter(
     "outlast_budget_checkpoints",
     "Budget checkpoints (budget.checkpoint events) by level (soft: the run asks; hard: it "
@@ -191,6 +213,14 @@ WORKER_FINISHED = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+
+
+def supervisor_model_call(outcome: str, cost: Mapping[str, float]) -> None:
+    """One question to the supervisor's model; ``cost`` as the verdict event holds it."""
+    SUPERVISOR_MODEL_CALLS.labels(outcome=outcome).inc()
+    for kind in ("input", "output"):
+        SUPERVISOR_MODEL_TOKENS.labels(kind=kind).inc(cost.get(f"{kind}_tokens", 0))
+    SUPERVISOR_MODEL_COST.inc(cost.get("usd", 0.0))
 
 
 def refresh_runs(counts: Mapping[str, int]) -> None:

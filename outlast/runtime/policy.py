@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, cast
 
+from langchain_core.runnables import RunnableConfig
+
 from outlast.config import Settings
 from outlast.runtime import metrics
 from outlast.runtime.budget import Breach, BudgetMeter, Limits, granted, tranche_schema, with_soft
@@ -35,7 +37,7 @@ from outlast.runtime.credentials import CREDENTIAL_WAIT
 from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import ActivityStore, EventDraft, Lease, Run, Wait, WaitSpec, WaitStore
-from outlast.supervisor import decisions
+from outlast.supervisor import costs, decisions
 from outlast.supervisor import evidence as ev
 from outlast.supervisor.decisions import StopDecision, Supervision
 from outlast.supervisor.extension import Bounds
@@ -47,7 +49,7 @@ from outlast.vocabulary import EventType, Verdict, WaitKind, WaitStatus
 SUPERVISOR_WAIT = "supervisor:"
 BUDGET_WAIT = "budget:"
 
-_NO_COST = {"model_calls": 0, "tokens": 0}
+_NO_COST: dict[str, float] = {"model_calls": 0, "tokens": 0}
 
 
 def asks_for_the_runtime(wait: Wait) -> bool:
@@ -129,8 +131,11 @@ class RunPolicy:
         *,
         stop: Callable[[str], None],
         can_remind: Callable[[], bool],
+        spending: costs.Costs | None = None,
     ) -> None:
         self._store = store
+        # the process's call budget and verdict cache, unless a test brings its own
+        self._costs = spending or costs.for_process(settings)
         self._lease = lease
         self._settings = settings
         self._stop = stop
@@ -173,17 +178,17 @@ class RunPolicy:
             "can_remind": self._can_remind(),
             "reminders": self.memory.reminders,
             "run_extended_for": self.memory.extended_for,
+            "run_model_calls": self.memory.model_calls,
+            "max_calls_per_run": self._settings.supervisor_max_calls_per_run,
             "extension_bounds": asdict(Bounds.of_settings(self._settings)),
             **look,  # type: ignore[typeddict-item]
         }
-        state = dict(await supervisor.ainvoke(question))
-        if state.get("evidence") == ev.EXTENSION:
-            # the per-run bound must hold across attempts and workers: kept with the run
-            spent = self.memory.extended_for + float(state["lease_for"])
-            self.memory = replace(self.memory, extended_for=spent)
-            await self.record()
+        config: RunnableConfig = {"configurable": {"supervisor_costs": self._costs}}
+        state = dict(await supervisor.ainvoke(question, config))
+        await self._spent(state)
         verdict = cast(Verdict, state.get("verdict", "renew"))
-        extra = {k: state[k] for k in ("evidence", "lease_for", "advice") if k in state}
+        kept = ("evidence", "lease_for", "advice", "model_call")
+        extra = {k: state[k] for k in kept if k in state}
         self._log_verdict(
             decisions.ACTIVITY_EXPIRED,
             verdict,
@@ -198,6 +203,23 @@ class RunPolicy:
             self.stopped = StopDecision(verdict, look["activity"], state.get("reason", ""))
             self._stop(SUPERVISOR)
         return {**state, "verdict": verdict}
+
+    async def _spent(self, state: dict[str, Any]) -> None:
+        """What the look spent of the run's bounds: they must hold across attempts and
+        workers, so they are kept with the run."""
+        memory = self.memory
+        if state.get("evidence") == ev.EXTENSION:
+            spent = memory.extended_for + float(state["lease_for"])
+            memory = replace(memory, extended_for=spent)
+        cost = state.get("cost") or _NO_COST
+        if cost.get("model_calls"):
+            calls = memory.model_calls + int(cost["model_calls"])
+            memory = replace(memory, model_calls=calls)
+        if "model_call" in state:
+            metrics.supervisor_model_call(state["model_call"], cost)
+        if memory != self.memory:
+            self.memory = memory
+            await self.record()
 
     # -- when the graph has stopped -----------------------------------------------------
 
@@ -337,7 +359,7 @@ class RunPolicy:
         reason: str,
         *,
         tier: int | None = 1,
-        cost: dict[str, int] | None = None,
+        cost: dict[str, float] | None = None,
         activity: str | None = None,
         **extra: Any,
     ) -> None:

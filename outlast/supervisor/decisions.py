@@ -40,6 +40,7 @@ class Supervision:
     reminders: int = 0  # reminders it left after an expired activity lease
     note: str | None = None  # a supervisor message for the next attempt, not yet fed
     extended_for: float = 0.0  # seconds the model's extensions granted (``extension``)
+    model_calls: int = 0  # calls to the supervisor's model, against the run's budget
 
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> Supervision:
@@ -51,6 +52,7 @@ class Supervision:
             reminders=int(data.get("reminders") or 0),
             note=data.get("note"),
             extended_for=float(data.get("extended_for") or 0.0),
+            model_calls=int(data.get("model_calls") or 0),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -43,6 +43,9 @@ INSTRUCTIONS = (
     '"seconds": <number, with extend>, "reason": "..."}.'
 )
 
+# How a call that raised is told (``supervisor/costs.py`` counts it as failed).
+FAILED = "model failed"
+
 # The longest extension a model may ask for; the ladder clips it much shorter
 # (``extension.LONGEST``). Past this the answer is invalid, not merely clipped.
 LONGEST_ASKED = 86_400.0
@@ -59,7 +62,7 @@ class Judged(NamedTuple):
 
     verdict: str | None
     reason: str
-    cost: dict[str, int]
+    cost: dict[str, float]  # model_calls, tokens (input, output); usd when priced
     seconds: float | None = None
 
 
@@ -138,9 +141,15 @@ async def judge(state: dict[str, Any], model: BaseChatModel | None = None) -> Ju
             raw = await model.ainvoke(messages)
             parsed = raw.content
     except Exception as exc:
-        return Judged(None, f"model failed: {type(exc).__name__}", {"model_calls": 1, "tokens": 0})
+        return Judged(None, f"{FAILED}: {type(exc).__name__}", {"model_calls": 1, "tokens": 0})
     usage = getattr(raw, "usage_metadata", None) or {}
-    cost = {"model_calls": 1, "tokens": int(usage.get("total_tokens", 0))}
+    tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    cost: dict[str, float] = {
+        "model_calls": 1,
+        "tokens": int(usage.get("total_tokens", tokens_in + tokens_out)),
+        "input_tokens": tokens_in,  # priced apart (``OUTLAST_MODEL_PRICES``)
+        "output_tokens": tokens_out,
+    }
     answer = _parse(parsed)
     if answer is None:
         return Judged(None, "the model's answer was outside the allowed verdicts", cost)

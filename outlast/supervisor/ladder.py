@@ -14,7 +14,9 @@ kind of evidence is worth is in ``supervisor/evidence.py``; in short:
    extension is still within its bounds, or the conversation is about to get a
    supervisor message. An ``extend`` (or ``renew``) buys one bounded extension
    (``supervisor/extension.py``); ``remind`` or ``change_strategy`` picks that message;
-   any other answer is advice, kept in the event;
+   any other answer is advice, kept in the event. Within the run's and the process's
+   budgets of calls, and answered from a cache for a question already asked
+   (``supervisor/costs.py``); over a budget, as without a model;
 4. intervention: a blind renewal while under ``renewal_cap``; past it, once, remind the
    agent of its goal (graphs with a ``messages`` channel), then escalate to a person.
 
@@ -62,15 +64,18 @@ class SupervisorState(TypedDict, total=False):
     extended_for: float  # ... and the seconds they granted
     run_extended_for: float  # the seconds the model's extensions granted the whole run
     extension_bounds: dict[str, Any]  # ``extension.Bounds``' fields; defaults when absent
+    run_model_calls: int  # the run's model calls so far (``supervisor/costs.py``)
+    max_calls_per_run: int  # ... and how many it may make; the setting's default when absent
     # the answer
     verdict: Verdict
     tier: int
     reason: str
-    cost: dict[str, int]
+    cost: dict[str, float]
     evidence: str  # what a renewal rests on (``evidence.PROGRESS`` …)
     lease_for: float  # how long a renewal lasts, seconds
     probe_answer: dict[str, Any]  # this look's probe answer, for the history
     advice: dict[str, Any]  # the model's answer, when it was asked
+    model_call: str  # what became of the question to the model (``costs.CALLED`` …)
 
 
 def _decided(state: SupervisorState) -> bool:
@@ -152,29 +157,34 @@ def _reminder_due(state: SupervisorState) -> bool:
 
 
 async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
-    from outlast.supervisor.judge import judge
+    from outlast.supervisor.costs import ask
 
     if _under_cap(state):
         return {}  # the evidence still decides
     room = extension.room(state)
     if not room and not _reminder_due(state):
         return {}  # the model's reading changes nothing here: no call
-    # A model object may be handed in through the config (tests, the evaluation).
-    model = config.get("configurable", {}).get("supervisor_model")
-    verdict, reason, cost, seconds = await judge(dict(state), model)
+    # A model object (tests, the evaluation) and the process's call budget and cache
+    # (``supervisor/costs.py``; the policy hands them in) come through the config.
+    configurable = config.get("configurable", {})
+    judged, outcome = await ask(
+        state, configurable.get("supervisor_model"), configurable.get("supervisor_costs")
+    )
+    verdict, reason, cost, seconds = judged
+    said = {"model_call": outcome} if outcome else {}
     if verdict is None:
-        return {"cost": cost, "reason": reason}
+        return {"cost": cost, "reason": reason, **said}
     advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
     if seconds is not None:
         advice["seconds"] = seconds
-    acted = {"tier": 3, "cost": cost, "advice": advice}
+    acted = {"tier": 3, "cost": cost, "advice": advice, **said}
     if verdict in extension.ASKING and room:
         granted = extension.grant(state, verdict, seconds, _ttl(state))
         if granted is not None:
             return {**granted, **acted}
     if verdict in REMINDING and _reminder_due(state):
         return {"verdict": verdict, "reason": reason, **acted}
-    return {"cost": cost, "advice": advice}
+    return {"cost": cost, "advice": advice, **said}
 
 
 def intervene(state: SupervisorState) -> dict[str, Any]:

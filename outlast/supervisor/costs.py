@@ -1,0 +1,188 @@
+"""What the semantic tier may spend (issue 33): model calls per run and per process, and a
+cache of verdicts per operation state.
+
+The model is asked only past the renewal cap (``ladder.semantic``), but a deployment with
+thousands of runs, or one run whose operations keep stalling, could still make many
+calls. Three bounds keep the price the operator's choice:
+
+- per run (``OUTLAST_SUPERVISOR_MAX_CALLS_PER_RUN``): the count lives in the run's
+  ``Supervision`` with the extensions' total, so a resumed run, on any worker, goes on
+  from what it already spent;
+- per process (``OUTLAST_SUPERVISOR_MAX_CALLS_PER_MINUTE``): a token bucket that holds
+  one minute's calls and refills at that rate. A mass expiry (a provider outage stalls
+  every run at once) spends the bucket at once and then gets a steady trickle, and the
+  state is two numbers whatever the rate; a sliding window would bound the same calls
+  but keep a timestamp per call;
+- a cache of verdicts, keyed by what the judge is shown without its clocks: many runs
+  stalled on the same rate limit, with the same notes, are one question. The clocks
+  (silence, elapsed time) move at every look, so keeping them would make every question
+  new; the TTL bounds how stale they are in a cached answer.
+
+Over a budget the ladder goes on as without a model (the evidence decides, then a
+reminder or a person): never a kill, and never an extension nobody asked for. A cached
+verdict acts through the ladder's bounds like a fresh one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from outlast.config import ModelSettings, Settings
+from outlast.supervisor.judge import FAILED, Judged, judge, model_from_env, quoted
+
+# What became of one question to the model (``outlast_supervisor_model_calls_total``).
+CALLED, CACHED, OVER_BUDGET, FAILED_CALL = "called", "cached", "over_budget", "failed"
+
+NO_COST: dict[str, float] = {"model_calls": 0, "tokens": 0}
+PER_RUN: int = Settings.model_fields["supervisor_max_calls_per_run"].default
+CLOCKS = ("silent_for", "elapsed")  # left out of the cache key: they move at every look
+
+Clock = Callable[[], float]
+
+
+class CallBucket:
+    """A token bucket of one minute's calls, refilled at ``per_minute`` a minute."""
+
+    def __init__(self, per_minute: float, clock: Clock = time.monotonic) -> None:
+        self.capacity = per_minute
+        self._clock = clock
+        self._tokens = per_minute
+        self._at = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        refill = (now - self._at) * self.capacity / 60.0
+        self._tokens, self._at = min(self.capacity, self._tokens + refill), now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
+class VerdictCache:
+    """The latest ``size`` verdicts, each answering again for ``ttl`` seconds."""
+
+    def __init__(self, size: int, ttl: float, clock: Clock = time.monotonic) -> None:
+        self.size, self.ttl = size, ttl
+        self._clock = clock
+        self._items: OrderedDict[str, tuple[float, Judged]] = OrderedDict()
+
+    def get(self, key: str) -> Judged | None:
+        hit = self._items.get(key)
+        if hit is None:
+            return None
+        if self._clock() - hit[0] > self.ttl:
+            del self._items[key]
+            return None
+        self._items.move_to_end(key)
+        return hit[1]
+
+    def put(self, key: str, judged: Judged) -> None:
+        if self.size <= 0:
+            return
+        self._items[key] = (self._clock(), judged)
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+@dataclass(slots=True)
+class Costs:
+    """One process's bucket and cache; without them (a test, the evaluation) only the
+    per-run budget, carried in the ladder's state, applies."""
+
+    bucket: CallBucket | None = None
+    cache: VerdictCache | None = None
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of_settings(cls, settings: Settings) -> Costs:
+        return cls(
+            CallBucket(settings.supervisor_max_calls_per_minute),
+            VerdictCache(settings.supervisor_cache_size, settings.supervisor_cache_ttl),
+            settings.model_prices,
+        )
+
+
+_PROCESS: dict[int, Costs] = {}
+
+
+def for_process(settings: Settings) -> Costs:
+    """The ``Costs`` every run a process executes shares, as the bound is: one per
+    ``Settings``, which a process builds once. Not one per process outright, so tests
+    that each serve with their own settings do not share a cache; dropped with them, so
+    a later object at the same address starts afresh."""
+    key = id(settings)
+    if key not in _PROCESS:
+        _PROCESS[key] = Costs.of_settings(settings)
+        weakref.finalize(settings, _PROCESS.pop, key, None)
+    return _PROCESS[key]
+
+
+def question_key(model: str, state: Mapping[str, Any]) -> str:
+    """The hash of what the judge is shown, its clocks left out, and of who is asked."""
+    activity = {k: v for k, v in (state.get("activity") or {}).items() if k not in CLOCKS}
+    shown = quoted({**state, "activity": activity})
+    return hashlib.sha256(f"{model}\n{shown}".encode()).hexdigest()
+
+
+def _named(model: BaseChatModel | None) -> tuple[str, BaseChatModel | None]:
+    if model is None:
+        return ModelSettings().supervisor_model.strip(), model_from_env()
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    # an unnamed model handed in (a test's fake) is only ever the same as itself
+    return (name if isinstance(name, str) else f"{type(model).__qualname__}@{id(model)}"), model
+
+
+def _over_budget(state: Mapping[str, Any], costs: Costs) -> str | None:
+    spent, allowed = int(state.get("run_model_calls") or 0), state.get("max_calls_per_run")
+    allowed = PER_RUN if allowed is None else int(allowed)
+    if spent >= allowed:
+        return f"the run's {allowed} supervisor model call(s) are spent"
+    if costs.bucket is not None and not costs.bucket.take():
+        return "the process's supervisor model calls per minute are spent"
+    return None
+
+
+def priced(judged: Judged, model: str, prices: Mapping[str, Mapping[str, float]]) -> Judged:
+    """The call's price in USD, from ``OUTLAST_MODEL_PRICES`` by ``provider:model`` or
+    by the model's own name; unpriced calls show tokens only."""
+    price = prices.get(model) or prices.get(model.split(":", 1)[-1])
+    if not price:
+        return judged
+    tokens_in, tokens_out = judged.cost.get("input_tokens", 0), judged.cost.get("output_tokens", 0)
+    usd = (tokens_in * price.get("input", 0.0) + tokens_out * price.get("output", 0.0)) / 1e6
+    return judged._replace(cost={**judged.cost, "usd": round(usd, 9)})
+
+
+async def ask(
+    state: Mapping[str, Any], model: BaseChatModel | None, costs: Costs | None
+) -> tuple[Judged, str | None]:
+    """The model's verdict within the budgets, or the cache's for the same question; and
+    what became of the question (``CALLED`` …; None: no model is configured)."""
+    name, model = _named(model)
+    if model is None:
+        return Judged(None, "no supervisor model configured", dict(NO_COST)), None
+    costs = costs or Costs()
+    key = question_key(name, state)
+    cached = costs.cache.get(key) if costs.cache is not None else None
+    if cached is not None:
+        return cached._replace(cost={**NO_COST, "cached": 1}), CACHED
+    over = _over_budget(state, costs)
+    if over is not None:
+        return Judged(None, over, dict(NO_COST)), OVER_BUDGET
+    judged = await judge(dict(state), model)
+    if judged.reason.startswith(FAILED):
+        return judged, FAILED_CALL
+    judged = priced(judged, name, costs.prices)
+    if judged.verdict is not None and costs.cache is not None:
+        costs.cache.put(key, judged)
+    return judged, CALLED

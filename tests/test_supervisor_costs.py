@@ -1,0 +1,200 @@
+"""What the semantic tier may spend (issue 33, must-have 4): budgets of model calls per
+run and per process, a cache of verdicts per operation state, and the metrics that show
+calls, tokens and cost (``supervisor/costs.py``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+
+from outlast.config import Settings
+from outlast.runtime.metrics import REGISTRY
+from outlast.runtime.policy import RunPolicy
+from outlast.store import EventDraft
+from outlast.supervisor import costs
+from outlast.supervisor.costs import CallBucket, Costs, VerdictCache
+from outlast.supervisor.ladder import supervisor
+from outlast.vocabulary import EventType
+
+# Past the renewal cap, silent, no conversation: the model may extend, else a person decides.
+PAST: dict[str, Any] = {
+    "trigger": "activity_expired",
+    "ttl": 30.0,
+    "renewal_cap": 3,
+    "renewals_granted": 3,
+    "signals_since_last": 0,
+    "can_remind": False,
+    "activity": {"name": "fetch", "elapsed": 600.0, "silent_for": 90.0, "note": "rate limit"},
+    "quoted": "rate limit, resets at 14:20",
+}
+EXTEND = '{"verdict": "extend", "seconds": 600, "reason": "waits for the reset"}'
+USAGE = {"input_tokens": 1000, "output_tokens": 50, "total_tokens": 1050}
+EVIDENCE_ONLY = (4, "escalate")  # what the ladder does with no model configured
+
+
+class Judge(GenericFakeChatModel):
+    """Extends every time it is asked, reports its usage, and counts the calls."""
+
+    model_name: str = "judge-mini"
+    calls: int = 0
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.calls += 1
+        return super()._generate(messages, *args, **kwargs)
+
+
+def _judge() -> Judge:
+    return Judge(messages=iter([AIMessage(EXTEND, usage_metadata=USAGE)] * 10))  # type: ignore[arg-type]
+
+
+async def _look(model: Any, spending: Costs | None = None, **state: Any) -> dict[str, Any]:
+    config = {"configurable": {"supervisor_model": model, "supervisor_costs": spending}}
+    result: dict[str, Any] = await supervisor.ainvoke({**PAST, **state}, config)  # type: ignore[arg-type]
+    return result
+
+
+def _extended(result: dict[str, Any]) -> bool:
+    return (result["tier"], result["verdict"], result.get("evidence")) == (3, "renew", "extension")
+
+
+async def test_over_the_runs_budget_the_model_is_not_asked_and_the_evidence_decides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OUTLAST_SUPERVISOR_MODEL", raising=False)
+    without_model = await _look(None)
+    assert (without_model["tier"], without_model["verdict"]) == EVIDENCE_ONLY
+    model = _judge()
+    within = await _look(model, run_model_calls=1, max_calls_per_run=2)
+    assert _extended(within) and within["model_call"] == costs.CALLED and model.calls == 1
+    over = await _look(model, run_model_calls=2, max_calls_per_run=2)
+    assert model.calls == 1  # not asked
+    assert (over["tier"], over["verdict"]) == EVIDENCE_ONLY and "advice" not in over
+    assert over["model_call"] == costs.OVER_BUDGET and over["cost"]["model_calls"] == 0
+
+
+async def test_over_the_process_budget_the_model_is_not_asked_until_it_refills() -> None:
+    now = [0.0]
+    spending = Costs(bucket=CallBucket(2, lambda: now[0]))  # 2 calls a minute
+    model = _judge()
+    first, second, third = [
+        await _look(model, spending, activity={"name": f"op{i}"}) for i in range(3)
+    ]
+    assert _extended(first) and _extended(second) and model.calls == 2
+    assert (third["tier"], third["verdict"]) == EVIDENCE_ONLY
+    assert third["model_call"] == costs.OVER_BUDGET
+    now[0] = 30.0  # half a minute: one call's worth
+    assert _extended(await _look(model, spending, activity={"name": "op3"}))
+    assert (await _look(model, spending, activity={"name": "op4"}))["verdict"] == "escalate"
+    assert model.calls == 3
+
+
+def test_the_bucket_holds_one_minutes_calls_however_long_it_was_idle() -> None:
+    now = [0.0]
+    bucket = CallBucket(3, lambda: now[0])
+    now[0] = 3600.0
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]
+    assert not CallBucket(0, lambda: now[0]).take()  # 0: the model is never asked
+
+
+async def test_the_same_question_is_answered_from_the_cache_and_a_changed_one_is_asked() -> None:
+    now = [0.0]
+    spending = Costs(cache=VerdictCache(8, 300.0, lambda: now[0]))
+    model = _judge()
+    first = await _look(model, spending)
+    assert _extended(first) and first["model_call"] == costs.CALLED and model.calls == 1
+    now[0] = 120.0  # the next look: its clocks moved, nothing else
+    later = {**PAST["activity"], "elapsed": 720.0, "silent_for": 210.0}
+    again = await _look(model, spending, activity=later)
+    assert model.calls == 1 and again["model_call"] == costs.CACHED
+    assert _extended(again) and again["advice"] == first["advice"]
+    assert again["cost"] == {"model_calls": 0, "tokens": 0, "cached": 1}
+    changed = await _look(model, spending, activity={**later, "note": "resets at 15:00"})
+    assert changed["model_call"] == costs.CALLED and model.calls == 2
+    now[0] = 500.0  # past the TTL of the first answer
+    assert (await _look(model, spending))["model_call"] == costs.CALLED and model.calls == 3
+
+
+def test_the_cache_drops_the_least_recently_used_verdict_first() -> None:
+    cache = VerdictCache(2, 300.0, lambda: 0.0)
+    answer = costs.Judged("extend", "r", {}, 600.0)
+    cache.put("a", answer)
+    cache.put("b", answer)
+    assert cache.get("a") is answer  # a is now the most recent
+    cache.put("c", answer)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (answer, None, answer)
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.supervision: dict[str, Any] | None = None
+
+    async def set_supervision(self, lease: Any, supervision: dict[str, Any]) -> None:
+        self.supervision = supervision
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.drafts: list[EventDraft] = []
+
+    def put(self, draft: EventDraft) -> None:
+        self.drafts.append(draft)
+
+
+def _policy(store: _Store, sink: _Sink, settings: Settings) -> RunPolicy:
+    run = SimpleNamespace(budget=None, usage=None, supervision=store.supervision)
+    policy = RunPolicy(
+        store,  # type: ignore[arg-type]
+        SimpleNamespace(run_id="r"),  # type: ignore[arg-type]
+        settings,
+        run,  # type: ignore[arg-type]
+        stop=lambda reason: None,
+        can_remind=lambda: False,
+    )
+    policy.attach(sink)  # type: ignore[arg-type]
+    return policy
+
+
+def _look_at(name: str, note: str = "rate limit") -> dict[str, Any]:
+    activity = {"name": name, "elapsed": 600.0, "silent_for": 90.0, "note": note}
+    return {"activity": activity, "renewals_granted": 3, "signals_since_last": 0, "quoted": note}
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_the_runs_calls_are_kept_with_the_run_counted_and_priced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through the policy a worker runs: the run's count outlives the attempt, and the
+    metrics show each question's outcome, its tokens and its price."""
+    model = _judge()
+    monkeypatch.setenv("OUTLAST_SUPERVISOR_MODEL", "fake:judge-mini")
+    monkeypatch.setattr(costs, "model_from_env", lambda: model)
+    settings = Settings(
+        supervisor_max_calls_per_run=1, model_prices={"judge-mini": {"input": 1.0, "output": 4.0}}
+    )
+    names = ["called", "cached", "over_budget"]
+    before = [_sample("outlast_supervisor_model_calls_total", outcome=o) for o in names]
+    tokens = _sample("outlast_supervisor_model_tokens_total", kind="input")
+    usd = _sample("outlast_supervisor_model_cost_usd_total")
+    store, sink = _Store(), _Sink()
+    policy = _policy(store, sink, settings)
+    assert _extended(await policy.on_activity_expired(_look_at("one")))
+    assert store.supervision is not None and store.supervision["model_calls"] == 1
+    assert _extended(await policy.on_activity_expired(_look_at("one")))  # cached: free
+    resumed = _policy(store, _Sink(), settings)  # the next attempt, maybe elsewhere
+    over = await resumed.on_activity_expired(_look_at("two", "another note"))
+    assert over["verdict"] == "escalate" and model.calls == 1
+    after = [_sample("outlast_supervisor_model_calls_total", outcome=o) for o in names]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
+    assert _sample("outlast_supervisor_model_tokens_total", kind="input") - tokens == 1000
+    assert _sample("outlast_supervisor_model_cost_usd_total") - usd == pytest.approx(0.0012)
+    events = [d.data for d in sink.drafts if d.type == EventType.SUPERVISOR_VERDICT]
+    assert events[0]["cost"]["usd"] == pytest.approx(0.0012)
+    assert [e["model_call"] for e in events] == ["called", "cached"]
