@@ -52,8 +52,16 @@ def _judge() -> Judge:
     return Judge(messages=iter([AIMessage(EXTEND, usage_metadata=USAGE)] * 10))  # type: ignore[arg-type]
 
 
-async def _look(model: Any, spending: Costs | None = None, **state: Any) -> dict[str, Any]:
-    config = {"configurable": {"supervisor_model": model, "supervisor_costs": spending}}
+async def _look(
+    model: Any, spending: Costs | None = None, first: Any = None, **state: Any
+) -> dict[str, Any]:
+    config = {
+        "configurable": {
+            "supervisor_model": model,
+            "supervisor_costs": spending,
+            "supervisor_first_model": first,
+        }
+    }
     result: dict[str, Any] = await supervisor.ainvoke({**PAST, **state}, config)  # type: ignore[arg-type]
     return result
 
@@ -175,7 +183,7 @@ async def test_the_runs_calls_are_kept_with_the_run_counted_and_priced(
     metrics show each question's outcome, its tokens and its price."""
     model = _judge()
     monkeypatch.setenv("OUTLAST_SUPERVISOR_MODEL", "fake:judge-mini")
-    monkeypatch.setattr(costs, "model_from_env", lambda: model)
+    monkeypatch.setattr(costs, "model_from_env", lambda name: model)
     settings = Settings(
         supervisor_max_calls_per_run=1, model_prices={"judge-mini": {"input": 1.0, "output": 4.0}}
     )
@@ -198,3 +206,23 @@ async def test_the_runs_calls_are_kept_with_the_run_counted_and_priced(
     events = [d.data for d in sink.drafts if d.type == EventType.SUPERVISOR_VERDICT]
     assert events[0]["cost"]["usd"] == pytest.approx(0.0012)
     assert [e["model_call"] for e in events] == ["called", "cached"]
+
+
+async def test_with_two_models_the_cheaper_takes_the_first_look_and_the_stronger_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cheap, strong = _judge(), _judge()
+    strong.model_name = "judge-large"
+    first = await _look(strong, first=cheap)
+    assert _extended(first) and (cheap.calls, strong.calls) == (1, 0)
+    assert first["judge"] == "judge-mini"
+    after = await _look(strong, first=cheap, extensions=1, extended_for=600.0)
+    assert _extended(after) and (cheap.calls, strong.calls) == (1, 1)
+    assert after["judge"] == "judge-large"
+    # configured by name: both, or the one model for every look
+    monkeypatch.setenv("OUTLAST_SUPERVISOR_MODEL", "gullible")
+    monkeypatch.setenv("OUTLAST_SUPERVISOR_FIRST_MODEL", "scripted")
+    assert costs.chosen(PAST, None)[0] == "scripted"
+    assert costs.chosen({**PAST, "extensions": 1}, None)[0] == "gullible"
+    monkeypatch.delenv("OUTLAST_SUPERVISOR_MODEL")
+    assert costs.chosen(PAST, None) == ("", None)  # a first-look model alone is not enough

@@ -33,6 +33,11 @@ class ModelSettings(BaseSettings):
     supervisor_model: str = Field(
         default="", description="provider:model of the supervisor's semantic verdict"
     )
+    supervisor_first_model: str = Field(
+        default="",
+        description="a cheaper provider:model for an operation's first look, with "
+        "supervisor_model set too: the stronger one judges an operation extended already",
+    )
 
 
 class WorkspaceSettings(BaseSettings):

@@ -187,7 +187,7 @@ class RunPolicy:
         state = dict(await supervisor.ainvoke(question, config))
         await self._spent(state)
         verdict = cast(Verdict, state.get("verdict", "renew"))
-        kept = ("evidence", "lease_for", "advice", "model_call")
+        kept = ("evidence", "lease_for", "advice", "model_call", "judge")
         extra = {k: state[k] for k in kept if k in state}
         self._log_verdict(
             decisions.ACTIVITY_EXPIRED,

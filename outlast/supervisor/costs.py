@@ -31,7 +31,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 
@@ -134,12 +134,27 @@ def question_key(model: str, state: Mapping[str, Any]) -> str:
     return hashlib.sha256(f"{model}\n{shown}".encode()).hexdigest()
 
 
-def _named(model: BaseChatModel | None) -> tuple[str, BaseChatModel | None]:
-    if model is None:
-        return ModelSettings().supervisor_model.strip(), model_from_env()
+def _name_of(model: BaseChatModel) -> str:
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     # an unnamed model handed in (a test's fake) is only ever the same as itself
-    return (name if isinstance(name, str) else f"{type(model).__qualname__}@{id(model)}"), model
+    return name if isinstance(name, str) else f"{type(model).__qualname__}@{id(model)}"
+
+
+def chosen(
+    state: Mapping[str, Any], model: BaseChatModel | None, first: BaseChatModel | None = None
+) -> tuple[str, BaseChatModel | None]:
+    """Who is asked, and under which name. With two models, the cheaper one takes an
+    operation's first look; once it has been extended, another extension rests on the
+    stronger one, since what a steered answer costs grows with each."""
+    first_look = not int(state.get("extensions") or 0)
+    if model is not None:
+        picked = first if first is not None and first_look else model
+        return _name_of(picked), picked
+    settings = ModelSettings()
+    name, cheap = settings.supervisor_model.strip(), settings.supervisor_first_model.strip()
+    if name and cheap and first_look:
+        name = cheap
+    return name, model_from_env(name)
 
 
 def _over_budget(state: Mapping[str, Any], costs: Costs) -> str | None:
@@ -163,26 +178,34 @@ def priced(judged: Judged, model: str, prices: Mapping[str, Mapping[str, float]]
     return judged._replace(cost={**judged.cost, "usd": round(usd, 9)})
 
 
+class Asked(NamedTuple):
+    judged: Judged
+    outcome: str | None  # ``CALLED`` …; None: no model is configured
+    model: str  # who answered (or would have)
+
+
 async def ask(
-    state: Mapping[str, Any], model: BaseChatModel | None, costs: Costs | None
-) -> tuple[Judged, str | None]:
-    """The model's verdict within the budgets, or the cache's for the same question; and
-    what became of the question (``CALLED`` …; None: no model is configured)."""
-    name, model = _named(model)
+    state: Mapping[str, Any],
+    model: BaseChatModel | None,
+    costs: Costs | None,
+    first: BaseChatModel | None = None,
+) -> Asked:
+    """The model's verdict within the budgets, or the cache's for the same question."""
+    name, model = chosen(state, model, first)
     if model is None:
-        return Judged(None, "no supervisor model configured", dict(NO_COST)), None
+        return Asked(Judged(None, "no supervisor model configured", dict(NO_COST)), None, "")
     costs = costs or Costs()
     key = question_key(name, state)
     cached = costs.cache.get(key) if costs.cache is not None else None
     if cached is not None:
-        return cached._replace(cost={**NO_COST, "cached": 1}), CACHED
+        return Asked(cached._replace(cost={**NO_COST, "cached": 1}), CACHED, name)
     over = _over_budget(state, costs)
     if over is not None:
-        return Judged(None, over, dict(NO_COST)), OVER_BUDGET
+        return Asked(Judged(None, over, dict(NO_COST)), OVER_BUDGET, name)
     judged = await judge(dict(state), model)
     if judged.reason.startswith(FAILED):
-        return judged, FAILED_CALL
+        return Asked(judged, FAILED_CALL, name)
     judged = priced(judged, name, costs.prices)
     if judged.verdict is not None and costs.cache is not None:
         costs.cache.put(key, judged)
-    return judged, CALLED
+    return Asked(judged, CALLED, name)

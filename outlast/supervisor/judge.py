@@ -13,6 +13,8 @@ keeps the instructions apart, the ladder keeps the model's word from acting beyo
 ``OUTLAST_SUPERVISOR_MODEL``: ``provider:model`` through ``init_chat_model``, or one of
 the offline judges (``supervisor/scripted.py``): ``scripted`` (deterministic, reads only
 facts), ``random`` and ``gullible`` (they fail on purpose, for evaluations).
+``OUTLAST_SUPERVISOR_FIRST_MODEL``, with it: a cheaper one for an operation's first look
+(``supervisor/costs.py``, which also bounds and caches the calls).
 """
 
 from __future__ import annotations
@@ -81,8 +83,9 @@ def quoted(state: dict[str, Any]) -> str:
     return "<data>\n" + text + "\n</data>"
 
 
-def model_from_env() -> BaseChatModel | None:
-    name = ModelSettings().supervisor_model.strip()
+def model_from_env(name: str | None = None) -> BaseChatModel | None:
+    """The model named (``OUTLAST_SUPERVISOR_MODEL`` when no name is given)."""
+    name = (ModelSettings().supervisor_model if name is None else name).strip()
     if not name:
         return None
     offline = _offline(name)

@@ -76,6 +76,7 @@ class SupervisorState(TypedDict, total=False):
     probe_answer: dict[str, Any]  # this look's probe answer, for the history
     advice: dict[str, Any]  # the model's answer, when it was asked
     model_call: str  # what became of the question to the model (``costs.CALLED`` …)
+    judge: str  # ... and the model it went to (``costs.chosen``)
 
 
 def _decided(state: SupervisorState) -> bool:
@@ -167,11 +168,14 @@ async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, 
     # A model object (tests, the evaluation) and the process's call budget and cache
     # (``supervisor/costs.py``; the policy hands them in) come through the config.
     configurable = config.get("configurable", {})
-    judged, outcome = await ask(
-        state, configurable.get("supervisor_model"), configurable.get("supervisor_costs")
+    asked = await ask(
+        state,
+        configurable.get("supervisor_model"),
+        configurable.get("supervisor_costs"),
+        configurable.get("supervisor_first_model"),
     )
-    verdict, reason, cost, seconds = judged
-    said = {"model_call": outcome} if outcome else {}
+    verdict, reason, cost, seconds = asked.judged
+    said = {"model_call": asked.outcome, "judge": asked.model} if asked.outcome else {}
     if verdict is None:
         return {"cost": cost, "reason": reason, **said}
     advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
