@@ -31,8 +31,9 @@ import httpx
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tests/netns.py, for the cluster
 
 from nemesis_cluster import LEASE_TTL, Cluster  # noqa: E402
-from nemesis_disk import fill, small_disk  # noqa: E402
 from nemesis_faults import refused_write  # noqa: E402
+
+from tests.disks import fill, small_disk  # noqa: E402
 
 LIFECYCLE = "SELECT seq, type, data FROM outlast_events WHERE run_id = ? AND type LIKE 'run.%'"
 

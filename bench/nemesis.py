@@ -19,7 +19,7 @@ w1 network, taking the next trial as each finishes one: a long run in less time,
 price of a busier machine (each trial records the load).
 
 With ``--backend sqlite`` the deployment is one ``outlast serve`` whose SQLite store is on
-a small tmpfs (bench/nemesis_disk.py), and the faults are its SIGKILL and a full disk.
+a small tmpfs (tests/disks.py), and the faults are its SIGKILL and a full disk.
 
 Bounded: it stops after ``--trials`` trials or ``--hours``, whichever comes first, and a
 trial's every wait has a limit. It exits 1 when any trial lost a run, finished one twice,
@@ -54,13 +54,13 @@ sys.path[:0] = [str(HERE.parent)]  # the repository: tests/netns.py makes w1's n
 from benchkit import RESULTS, machine, now_iso  # noqa: E402
 from nemesis_cluster import LEASE_TTL, Cluster  # noqa: E402
 from nemesis_diag import diagnose  # noqa: E402
-from nemesis_disk import small_disk  # noqa: E402
 from nemesis_faults import FAULTS, POSTGRES_FAULTS, SQLITE_FAULTS  # noqa: E402
 from nemesis_pg import OwnPostgres  # noqa: E402
 from nemesis_work import FINAL, counts, follow, read_log, settle, submit, verdict  # noqa: E402
 from peerkit import wait_for  # noqa: E402
 
 from tests import netns  # noqa: E402
+from tests.disks import small_disk  # noqa: E402
 
 # recovery's aim (issue 32): the lease and 5 s
 RECOVERY_AIM_S = LEASE_TTL + 5.0

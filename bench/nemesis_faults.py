@@ -43,9 +43,10 @@ from typing import Any
 
 import httpx
 from nemesis_cluster import LEASE_TTL, Cluster
-from nemesis_disk import fill
 from nemesis_pg import OwnPostgres
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.disks import fill
 
 # ``pg`` is None on SQLite, where no fault needs it
 Fault = Callable[[Cluster, OwnPostgres | None, random.Random], Awaitable[dict[str, Any]]]

@@ -12,13 +12,9 @@ The tests mount a tmpfs (they run as root, as CI does): a failing mount is an er
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import signal
 import sqlite3
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +30,7 @@ from outlast.runtime.activity import ActivityTracker
 from outlast.runtime.sink import EventSink
 from outlast.store import EventDraft, Lease
 from outlast.store.sqlite import SqliteStore
+from tests.disks import fill, small_disk
 from tests.harness import eventually, is_problem, open_sqlite, scrape, total, wait_result
 from tests.procs import kill, start_server
 from tests.util import new_run
@@ -44,46 +41,11 @@ FINISHED = "outlast_worker_runs_finished_total"
 LOG = "SELECT seq, type, data FROM outlast_events WHERE run_id = ? ORDER BY seq"
 
 
-@contextlib.contextmanager
-def small_disk(where: Path) -> Iterator[Path]:
-    """A 16 MiB tmpfs at ``where``, unmounted on the way out whatever happened."""
-    where.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield where
-    finally:
-        # lazy: detached now even if something still holds a file there
-        subprocess.run(["umount", "--lazy", str(where)], check=True, capture_output=True)
-
-
-def fill(disk: Path) -> Path:
-    """A file that takes every free byte of ``disk`` (to the page), as a runaway log would."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        for chunk in (1 << 20, 1 << 16, 1 << 12):
-            block = b"\0" * chunk
-            while True:
-                try:
-                    os.write(fd, block)
-                except OSError as exc:
-                    if exc.errno != errno.ENOSPC:
-                        raise
-                    break
-    finally:
-        os.close(fd)
-    return filler
-
-
 @pytest.fixture
 async def full(tmp_path: Path) -> AsyncIterator[tuple[SqliteStore, Lease, Path]]:
     """A SQLite store on a small disk with a run claimed; the disk is then filled (the
     filler's path is given, to free it)."""
-    with small_disk(tmp_path / "disk") as disk:
+    with small_disk(tmp_path / "disk", 16) as disk:
         store = await open_sqlite(disk)
         try:
             run, _ = await store.create_run(new_run())
@@ -171,7 +133,7 @@ def gated(folder: Path, name: str) -> dict[str, Any]:
 async def test_a_full_disk_refuses_writes_with_503_and_everything_resumes_once_freed(
     tmp_path: Path,
 ) -> None:
-    with small_disk(tmp_path / "disk") as disk:
+    with small_disk(tmp_path / "disk", 16) as disk:
         # One attempt each: a store failure must cost none (runtime/giveback.py); counted,
         # the reaper would fail each run "worker_lost" at its lease's end.
         server, url = start_server(

@@ -1,9 +1,9 @@
-"""The SQLite deployment's disk: a small tmpfs, and a file that fills it.
+"""A small disk to fill: a tmpfs, and a file that takes its every free byte.
 
 Why a tmpfs: a full disk is the fault, and filling the machine's own disk would hit
-everything else on it (Postgres, the test suite, the logs). A tmpfs of a few MiB fills in
-milliseconds, frees at once, and is gone with the bench. Mounting needs root, as
-``tests/test_full_disk.py`` (which fills one the same way) does.
+everything else on it (Postgres, the test suite, the logs). A tmpfs fills in
+milliseconds, frees at once, and is gone with its user. Mounting needs root. Used by
+``tests/test_full_disk.py`` and by the nemesis's SQLite deployment (bench/nemesis.py).
 """
 
 from __future__ import annotations
