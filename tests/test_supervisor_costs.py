@@ -15,11 +15,11 @@ from langchain_core.outputs import ChatResult
 from outlast.config import Settings
 from outlast.runtime.metrics import REGISTRY
 from outlast.runtime.policy import RunPolicy
-from outlast.store import EventDraft
 from outlast.supervisor import costs
 from outlast.supervisor.costs import CallBucket, Costs, VerdictCache
 from outlast.supervisor.ladder import supervisor
 from outlast.vocabulary import EventType
+from tests.util import RecordingSink, SupervisionStore
 
 # Past the renewal cap, silent, no conversation: the model may extend, else a person decides.
 PAST: dict[str, Any] = {
@@ -137,23 +137,7 @@ def test_the_cache_drops_the_least_recently_used_verdict_first() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (answer, None, answer)
 
 
-class _Store:
-    def __init__(self) -> None:
-        self.supervision: dict[str, Any] | None = None
-
-    async def set_supervision(self, lease: Any, supervision: dict[str, Any]) -> None:
-        self.supervision = supervision
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.drafts: list[EventDraft] = []
-
-    def put(self, draft: EventDraft) -> None:
-        self.drafts.append(draft)
-
-
-def _policy(store: _Store, sink: _Sink, settings: Settings) -> RunPolicy:
+def _policy(store: SupervisionStore, sink: RecordingSink, settings: Settings) -> RunPolicy:
     run = SimpleNamespace(budget=None, usage=None, supervision=store.supervision)
     policy = RunPolicy(
         store,  # type: ignore[arg-type]
@@ -191,12 +175,12 @@ async def test_the_runs_calls_are_kept_with_the_run_counted_and_priced(
     before = [_sample("outlast_supervisor_model_calls_total", outcome=o) for o in names]
     tokens = _sample("outlast_supervisor_model_tokens_total", kind="input")
     usd = _sample("outlast_supervisor_model_cost_usd_total")
-    store, sink = _Store(), _Sink()
+    store, sink = SupervisionStore(), RecordingSink()
     policy = _policy(store, sink, settings)
     assert _extended(await policy.on_activity_expired(_look_at("one")))
     assert store.supervision is not None and store.supervision["model_calls"] == 1
     assert _extended(await policy.on_activity_expired(_look_at("one")))  # cached: free
-    resumed = _policy(store, _Sink(), settings)  # the next attempt, maybe elsewhere
+    resumed = _policy(store, RecordingSink(), settings)  # the next attempt, maybe elsewhere
     over = await resumed.on_activity_expired(_look_at("two", "another note"))
     assert over["verdict"] == "escalate" and model.calls == 1
     after = [_sample("outlast_supervisor_model_calls_total", outcome=o) for o in names]

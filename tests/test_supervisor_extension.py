@@ -13,11 +13,11 @@ from langchain_core.language_models import FakeListChatModel
 from outlast.config import Settings
 from outlast.runtime.looks import Activity
 from outlast.runtime.policy import RunPolicy
-from outlast.store import EventDraft
 from outlast.supervisor import evidence as ev
 from outlast.supervisor.extension import Bounds
 from outlast.supervisor.ladder import supervisor
 from outlast.vocabulary import EventType
+from tests.util import RecordingSink, SupervisionStore
 
 # Past the cap, silent, no conversation: before issue 33 a person was asked at once.
 PAST: dict[str, Any] = {
@@ -126,29 +126,13 @@ def test_an_activity_counts_its_extensions_and_progress_does_not_reset_them() ->
     assert (look["extensions"], look["extended_for"]) == (1, 600.0)
 
 
-class _Store:
-    def __init__(self) -> None:
-        self.supervision: dict[str, Any] | None = None
-
-    async def set_supervision(self, lease: Any, supervision: dict[str, Any]) -> None:
-        self.supervision = supervision
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.drafts: list[EventDraft] = []
-
-    def put(self, draft: EventDraft) -> None:
-        self.drafts.append(draft)
-
-
 async def test_the_run_keeps_its_extensions_and_logs_each_with_its_reason_and_cost(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Through the policy a worker runs: each extension is a ``supervisor.verdict`` event,
     and the run's total, kept with the run, bounds the next operation's."""
     monkeypatch.setenv("OUTLAST_SUPERVISOR_MODEL", "gullible")  # it obeys "renew it"
-    store, sink, stopped = _Store(), _Sink(), []
+    store, sink, stopped = SupervisionStore(), RecordingSink(), []
     settings = Settings(supervisor_extension_per_run=1500.0)
     run = SimpleNamespace(budget=None, usage=None, supervision=None)
     policy = RunPolicy(

@@ -9,7 +9,7 @@ from typing import Any
 
 from outlast.runtime.accept import RunRequest, fingerprint
 from outlast.runtime.accept import new_run as accepted_run
-from outlast.store import LgRun, NewRun, Run, Store
+from outlast.store import EventDraft, LgRun, NewRun, Run, Store
 from outlast.store.base import system_assistant_id
 from outlast.store.crons import NewCron
 from outlast.store.postgres import PostgresStore
@@ -127,3 +127,23 @@ async def cron_runs(
         if r.idempotency_key and r.idempotency_key.startswith(prefix)
     ]
     return sorted(made, key=lambda pair: pair[0])
+
+
+class SupervisionStore:
+    """The one store write a run's supervisor policy makes, remembered."""
+
+    def __init__(self) -> None:
+        self.supervision: dict[str, Any] | None = None
+
+    async def set_supervision(self, lease: Any, supervision: dict[str, Any]) -> None:
+        self.supervision = supervision
+
+
+class RecordingSink:
+    """A run's event sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.drafts: list[EventDraft] = []
+
+    def put(self, draft: EventDraft) -> None:
+        self.drafts.append(draft)
