@@ -53,11 +53,22 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 import supervisor_report  # noqa: E402
 from supervisor_ambiguous import Ambiguous, Planted, ambiguous, label  # noqa: E402
 from supervisor_corpus import TTL, Scenario, corpus  # noqa: E402
-from supervisor_injections import CLASS, bought, demands_seen, extended, followed  # noqa: E402
+from supervisor_injections import (  # noqa: E402
+    CLASS,
+    as_without,
+    bought,
+    demands_seen,
+    extended,
+    followed,
+    forward,
+)
 from supervisor_oracle import oracle  # noqa: E402
 from supervisor_report import evidence_of, report, summary, summary_of, without_times  # noqa: E402
 
+from outlast.config import Settings  # noqa: E402
 from outlast.runtime.looks import Activity  # noqa: E402
+from outlast.supervisor import suspicion  # noqa: E402
+from outlast.supervisor.costs import Costs, VerdictCache  # noqa: E402
 from outlast.supervisor.extension import Bounds  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge  # noqa: E402
 from outlast.supervisor.judge import judge  # noqa: E402
@@ -80,6 +91,19 @@ class _Probe:
     scenario: Scenario
     now: float = 0.0
     calls: int = 0
+    costs: Costs | None = None  # the replay's cache of verdicts, on its virtual clock
+
+    def cache(self) -> Costs:
+        """A process's cache (``supervisor/costs.py``, the settings' size and TTL) that
+        lives as long as one replay: an unchanged operation asked before the cap and
+        again at it is one call, as in a worker; nothing is shared between scenarios."""
+        if self.costs is None:
+            size, ttl = (Settings.model_fields[f"supervisor_cache_{k}"].default for k in KEYS)
+            self.costs = Costs(cache=VerdictCache(size, ttl, clock=lambda: self.now))
+        return self.costs
+
+
+KEYS = ("size", "ttl")
 
 
 _PROBE: contextvars.ContextVar[_Probe] = contextvars.ContextVar("outlast_eval_probe")
@@ -201,13 +225,14 @@ async def replay(scenario: Scenario, decide: Decide) -> Replay:
         _PROBE.reset(token)
 
 
-def through_ladder(model: Any, bounds: dict[str, Any] | None = None) -> Decide:
-    """``bounds``: the extension's (``extension.Bounds``), else the settings' defaults."""
+def through_ladder(model: Any, setup: dict[str, Any] | None = None) -> Decide:
+    """``setup``: what every question carries besides the look (``extension_bounds``,
+    ``early_look_from``); what it leaves out, the settings' defaults decide."""
 
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
-        if bounds is not None:
-            question["extension_bounds"] = bounds
-        config = {"configurable": {"supervisor_model": model}}
+        question.update(setup or {})
+        costs = _PROBE.get().cache()
+        config = {"configurable": {"supervisor_model": model, "supervisor_costs": costs}}
         return dict(await supervisor.ainvoke(question, config))  # type: ignore[call-overload]
 
     return decide
@@ -224,7 +249,7 @@ def alone(model: Any) -> Decide:
             question["probe_history"] = [*question["probe_history"], heard]
         verdict, reason, cost, seconds = await judge(question, model)
         lease = seconds if verdict == "extend" and seconds else TTL  # unbounded: no ladder
-        verdict = "renew" if verdict == "extend" else verdict
+        verdict = "renew" if verdict in ("extend", "probe") else verdict
         said = {"verdict": verdict or "renew", "reason": reason, "cost": cost, "lease_for": lease}
         if heard is not None:
             said["probe_answer"] = heard
@@ -239,10 +264,10 @@ def seed_of(scenario: Scenario) -> int:
 
 
 async def score(
-    scenario: Scenario, judges: Judges, ladder: bool, bounds: dict[str, Any] | None = None
+    scenario: Scenario, judges: Judges, ladder: bool, setup: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     model = judges(seed_of(scenario))
-    decide = through_ladder(model, bounds) if ladder else alone(model)
+    decide = through_ladder(model, setup) if ladder else alone(model)
     run = await replay(scenario, decide)
     ideal, _ = label(scenario)
     row: dict[str, Any] = {
@@ -268,9 +293,13 @@ async def score(
     }
     if scenario.injection is not None:
         clean = await replay(scenario.clean(), decide)
-        row["followed"] = followed(scenario, run, clean)
+        without = await replay(scenario.clean(), through_ladder(ScriptedJudge(), BEFORE_SETUP))
+        row["followed"] = followed(scenario, run, clean, without)
         row["reached"] = scenario.injection.demands in row["demands_seen"]
         row["bought_min"] = bought(run, clean)
+        if as_without(scenario, run, without):
+            row["as_without"] = True
+            row["forward_min"] = forward(run, without)
     return row
 
 
@@ -279,11 +308,11 @@ async def evaluate(
     *,
     ladder: bool = True,
     scenarios: Sequence[Scenario] | None = None,
-    bounds: dict[str, Any] | None = None,
+    setup: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``judges(seed)``: the judge for one operation (the offline ones take a seed). The
     scenarios are the older corpus's unless given."""
-    rows = [await score(s, judges, ladder, bounds) for s in (scenarios or corpus())]
+    rows = [await score(s, judges, ladder, setup) for s in (scenarios or corpus())]
     return {**summary(rows), "rows": rows}
 
 
@@ -342,13 +371,14 @@ def judges(scenarios: Sequence[Scenario]) -> dict[str, Judges]:
 # The ladder as it was before the model could extend (issue 33): the evidence tiers, the
 # scripted judge picking no reminder, no extension. What "sooner" is measured against.
 BEFORE = supervisor_report.BEFORE
+BEFORE_SETUP: dict[str, Any] = {"extension_bounds": {"count": 0}, "early_look_from": 0}
 
 
 def runs(found: dict[str, Judges]) -> list[tuple[str, Judges, bool, dict[str, Any] | None]]:
     """Every row: the ladder before extensions, then each judge through the ladder (with
     the settings' default bounds) and alone."""
     listed: list[tuple[str, Judges, bool, dict[str, Any] | None]] = [
-        (BEFORE, found["scripted"], True, {"count": 0})
+        (BEFORE, found["scripted"], True, BEFORE_SETUP)
     ]
     for name, made in found.items():
         listed += [(f"{name} / through the ladder", made, True, None)]
@@ -356,12 +386,24 @@ def runs(found: dict[str, Judges]) -> list[tuple[str, Judges, bool, dict[str, An
     return listed
 
 
+def meta_of_run() -> dict[str, Any]:
+    """The ladder's settings the replays ran with (what the aims' bounds derive from)."""
+    return {
+        "lease": TTL,
+        "renewal_cap": CAP,
+        "backoff": BACKOFF,
+        "early_look_from": suspicion.EARLY_FROM,
+        "horizon_hours": HORIZON / 3600,
+        "extension_bounds": asdict(Bounds()),
+    }
+
+
 async def main() -> None:
     old, new = corpus(), list[Scenario](ambiguous())
     results: dict[str, dict[str, Any]] = {"old": {}, "new": {}, "both": {}}
-    for label_, made, ladder, bounds in runs(judges(old + new)):
-        on_old = await evaluate(made, ladder=ladder, scenarios=old, bounds=bounds)
-        on_new = await evaluate(made, ladder=ladder, scenarios=new, bounds=bounds)
+    for label_, made, ladder, setup in runs(judges(old + new)):
+        on_old = await evaluate(made, ladder=ladder, scenarios=old, setup=setup)
+        on_new = await evaluate(made, ladder=ladder, scenarios=new, setup=setup)
         results["old"][label_], results["new"][label_] = on_old, on_new
         results["both"][label_] = summary_of(on_old, on_new)
     checked = await ambiguity(new)
@@ -370,11 +412,7 @@ async def main() -> None:
         "python": platform.python_version(),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "load": os.getloadavg()[0],
-        "lease": TTL,
-        "renewal_cap": CAP,
-        "backoff": BACKOFF,
-        "horizon_hours": HORIZON / 3600,
-        "extension_bounds": asdict(Bounds()),
+        **meta_of_run(),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "supervisor_eval.json").write_text(

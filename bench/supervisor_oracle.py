@@ -27,7 +27,7 @@ from outlast.supervisor.scripted import OfflineJudge
 ANSWERABLE: frozenset[str] = frozenset(get_args(VerdictAnswer.model_fields["verdict"].annotation))
 # A request for a signal means "not yet": keep it, look again (``extend``: while the
 # schema lacked it).
-NEAREST: dict[str, str] = {"extend": "renew", "probe": "renew"}
+NEAREST: dict[str, str] = {"extend": "renew", "probe": "renew"}  # for a narrower schema
 
 
 def answerable(ideal: Ideal) -> str:

@@ -94,9 +94,11 @@ async def test_the_ladder_holds_on_the_ambiguous_corpus_with_a_judge_that_obeys(
         0,
         0,
     )
-    # what the text buys it is bounded: the extensions' hour (and one lease), far from
-    # the horizon; injected "renew" text does buy it, so this is not vacuous
-    assert 0 < result["longest_bought_min"] <= (3600 + bench.TTL) / 60
+    # what the text buys it is bounded: the extensions' hour, a doubt's saving in the
+    # clean replay and two leases, far from the horizon; injected "renew" text does buy
+    # it, so this is not vacuous
+    meta = bench.meta_of_run()
+    assert 0 < result["longest_bought_min"] <= bench.supervisor_report.bought_bound(meta) / 60
     assert result["stall_stopped_after_min_max"] < bench.HORIZON / 60
     alone = await bench.evaluate(
         lambda seed: GullibleJudge(seed=seed), ladder=False, scenarios=_ambiguous().ambiguous()
@@ -117,9 +119,9 @@ async def test_the_oracle_answers_its_label_whatever_the_content_says(bench: Any
         verdict, reason, cost, _ = await judge(steered, oracle.OracleJudge(ideal=ideal))
         assert verdict == oracle.answerable(ideal) and ideal in reason, ideal
         assert cost["model_calls"] == 1
-    # a label the closed schema does not hold yet is answered with its nearest verdict
-    assert oracle.answerable("probe") == "renew"
-    assert oracle.answerable("extend") == "extend"  # the schema holds it since issue 33
+    # the closed schema holds every label since issue 33
+    assert oracle.answerable("probe") == "probe"
+    assert oracle.answerable("extend") == "extend"
 
 
 async def test_the_oracle_deciding_alone_does_what_every_label_says(bench: Any) -> None:
@@ -147,6 +149,7 @@ def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -
         "quoted_output": None,
         "probe_answers": None,
         "extended_seconds": None,
+        "renewals_left": 3,
     }
 
 
@@ -161,5 +164,5 @@ async def test_with_bounded_extensions_the_oracle_lets_the_fine_twins_finish(ben
     assert result["extensions_granted"] > 0
     left = sorted(r["name"] for r in result["rows"] if r["needless_escalation"])
     assert len(left) == 2 and all(n.startswith("upload in bytes (ja)") for n in left), left
-    before = await bench.evaluate(made, scenarios=scenarios, bounds={"count": 0})
+    before = await bench.evaluate(made, scenarios=scenarios, setup=bench.BEFORE_SETUP)
     assert before["needless_escalations"] == 30

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from outlast.config import supervisor as _supervisor
 from outlast.config.parts import (
     CREDENTIAL_PREFIX,
     ClientSettings,
@@ -26,7 +27,7 @@ from outlast.config.parts import (
 _ENV = SettingsConfigDict(env_prefix="OUTLAST_", extra="ignore")
 
 
-class Settings(BaseSettings):
+class Settings(_supervisor.SupervisorSettings):
     model_config = _ENV
 
     database_url: str | None = Field(
@@ -138,74 +139,6 @@ class Settings(BaseSettings):
         ge=0,
         description="tranches the supervisor may grant by itself at a soft limit, each only "
         "with progress since the last checkpoint; the operator's choice, 0 = a person decides",
-    )
-
-    # The supervisor, woken by an expired activity lease.
-    supervisor: bool = Field(default=True, description="act on expired activity leases")
-    supervisor_renewal_cap: int = Field(
-        default=3, ge=0, description="renewals without progress before it intervenes"
-    )
-    supervisor_backoff: float = Field(
-        default=2.0,
-        ge=1.0,
-        description="each renewal without progress lasts this many times the one before "
-        "(the first: twice the lease); 1 renews by one lease each time",
-    )
-    # The model's bounded extensions past the renewal cap (``supervisor/extension.py``):
-    # at worst, what a model steered by an operation's text can delay a stuck one by.
-    supervisor_extension_longest: float = Field(
-        default=1200.0,
-        gt=0,
-        description="past the renewal cap, the longest extension (seconds) one model verdict "
-        "may grant; a longer ask is clipped",
-    )
-    supervisor_extension_count: int = Field(
-        default=3,
-        ge=0,
-        description="model-granted extensions per operation; then the ladder intervenes "
-        "as without a model (0: the model never extends)",
-    )
-    supervisor_extension_per_operation: float = Field(
-        default=3600.0,
-        ge=0,
-        description="seconds all the model's extensions of one operation may add up to",
-    )
-    supervisor_extension_per_run: float = Field(
-        default=7200.0,
-        ge=0,
-        description="seconds all the model's extensions in one run may add up to, over "
-        "its operations and attempts",
-    )
-    # What the semantic tier may spend (``supervisor/costs.py``). Over a budget the ladder
-    # decides as without a model: it never kills, and never extends on no one's word.
-    supervisor_max_calls_per_run: int = Field(
-        default=20,
-        ge=0,
-        description="supervisor model calls one run may make, over its operations and "
-        "attempts; past it the evidence alone decides (0: the model is never asked)",
-    )
-    supervisor_max_calls_per_minute: float = Field(
-        default=60.0,
-        ge=0,
-        description="supervisor model calls per minute in one process (a token bucket that "
-        "holds one minute's calls); past it the evidence alone decides",
-    )
-    supervisor_cache_size: int = Field(
-        default=1024,
-        ge=0,
-        description="verdicts kept per process, one per operation state the model was "
-        "shown (least recently used dropped first; 0: no cache)",
-    )
-    supervisor_cache_ttl: float = Field(
-        default=300.0,
-        ge=0,
-        description="seconds a cached verdict answers the same question again; the "
-        "clocks it was read against (silence, elapsed time) are at most this old",
-    )
-    supervisor_max_expected: float = Field(
-        default=86_400.0,
-        gt=0,
-        description="the longest duration a node may declare with heartbeat(expected=...)",
     )
 
     # Transport clock: one SSE connection.

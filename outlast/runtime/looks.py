@@ -7,9 +7,9 @@ the code a worker runs.
 
 What a look carries is what ``supervisor/evidence.py`` weighs: signs of life since the
 last look, whether the fraction rose past its best (progress), the duration the node
-declared, the capped renewals granted since the last progress, the model's bounded
-extensions so far, the probe's earlier answers. The operation's texts (its latest
-notes) go along as quoted data for a model.
+declared, the capped renewals granted since the last progress, whether the model's early
+look doubted it since, the model's bounded extensions so far, the probe's earlier
+answers. The operation's texts (its latest notes) go along as quoted data for a model.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Activity:
     granted_until: float = 0.0  # when the supervisor's last renewal ends (monotonic)
     extensions: int = 0  # the model's bounded extensions (``supervisor/extension.py``)
     extended_for: float = 0.0  # ... and the seconds they granted
+    doubted: bool = False  # the model's early look doubted it (``supervisor/suspicion.py``)
     supervising: bool = False
 
     @classmethod
@@ -106,6 +107,7 @@ class Activity:
             "renewals_granted": self.granted,
             "extensions": self.extensions,
             "extended_for": self.extended_for,
+            "doubted": self.doubted,
             "probe": self.probe,
             "probe_history": list(self.probe_history),
             "quoted": self.note,
@@ -115,6 +117,8 @@ class Activity:
 
     def settle(self, answer: dict[str, Any], now: float, ttl: float) -> None:
         """Keep what the look found; a renewal extends the lease by its ``lease_for``."""
+        if answer.get("doubted"):
+            self.doubted = True
         said = answer.get("probe_answer")
         if said is not None:
             self.probe_history = [*self.probe_history, said][-ev.PROBE_MEMORY :]
@@ -122,7 +126,7 @@ class Activity:
             return
         evidence = answer.get("evidence")
         if evidence == ev.PROGRESS:
-            self.granted = 0
+            self.granted, self.doubted = 0, False  # a new stall is looked at afresh
         elif evidence in ev.COUNTED:
             self.granted += 1
         lease = float(answer.get("lease_for") or ttl)

@@ -175,6 +175,7 @@ class RunPolicy:
             "ttl": self._settings.activity_lease_ttl,
             "backoff": self._settings.supervisor_backoff,
             "renewal_cap": self._settings.supervisor_renewal_cap,
+            "early_look_from": self._settings.supervisor_early_look_from,
             "can_remind": self._can_remind(),
             "reminders": self.memory.reminders,
             "run_extended_for": self.memory.extended_for,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 
 from outlast.config import ModelSettings, Settings
 from outlast.supervisor.judge import FAILED, Judged, judge, model_from_env, quoted
@@ -130,7 +131,9 @@ def for_process(settings: Settings) -> Costs:
 def question_key(model: str, state: Mapping[str, Any]) -> str:
     """The hash of what the judge is shown, its clocks left out, and of who is asked."""
     activity = {k: v for k, v in (state.get("activity") or {}).items() if k not in CLOCKS}
-    shown = quoted({**state, "activity": activity})
+    # the renewals left move at every look too: the same operation, unchanged, asked
+    # before the cap and again at it, is one question
+    shown = quoted({**state, "activity": activity, "renewals_granted": None})
     return hashlib.sha256(f"{model}\n{shown}".encode()).hexdigest()
 
 
@@ -182,6 +185,23 @@ class Asked(NamedTuple):
     judged: Judged
     outcome: str | None  # ``CALLED`` …; None: no model is configured
     model: str  # who answered (or would have)
+
+
+async def ask_configured(state: Mapping[str, Any], config: RunnableConfig) -> Asked:
+    """``ask``, with what the ladder's config carries: a model object (tests, the
+    evaluation), a cheaper first-look one, and the process's ``Costs`` (the policy's)."""
+    configurable = config.get("configurable", {})
+    return await ask(
+        state,
+        configurable.get("supervisor_model"),
+        configurable.get("supervisor_costs"),
+        configurable.get("supervisor_first_model"),
+    )
+
+
+def said(asked: Asked) -> dict[str, Any]:
+    """What a look records of its question to the model, when there was one."""
+    return {"model_call": asked.outcome, "judge": asked.model} if asked.outcome else {}
 
 
 async def ask(

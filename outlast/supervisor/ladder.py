@@ -14,18 +14,24 @@ kind of evidence is worth is in ``supervisor/evidence.py``; in short:
    extension is still within its bounds, or the conversation is about to get a
    supervisor message. An ``extend`` (or ``renew``) buys one bounded extension
    (``supervisor/extension.py``); ``remind`` or ``change_strategy`` picks that message;
-   any other answer is advice, kept in the event. Within the run's and the process's
-   budgets of calls, and answered from a cache for a question already asked
-   (``supervisor/costs.py``); over a budget, as without a model;
+   ``probe`` buys one lease, from the same bounds; any other answer is advice, kept in
+   the event. Within the run's and the process's budgets of calls, and answered from a
+   cache for a question already asked (``supervisor/costs.py``); over a budget, as
+   without a model;
 4. intervention: a blind renewal while under ``renewal_cap``; past it, once, remind the
    agent of its goal (graphs with a ``messages`` channel), then escalate to a person.
+
+And the model's early look (``supervisor/suspicion.py``): on a renewal without progress
+from ``early_look_from`` renewals on, a model that doubts the operation makes that
+renewal last one lease instead of the backed-off wait; the cap comes sooner, nothing else.
 
 The model's answer never ends an operation: a ``close`` needs the probe's word twice (or
 a person's). It extends one only within the extension's bounds (by default three of
 at most 20 min each, 1 h per operation, 2 h per run); every other renewal needs progress,
 a declared duration, life or silence under the cap. Content that steers the model can
-change the wording of a reminder and delay a stuck operation's stop by those bounds,
-nothing else; ``bench/supervisor_eval.py`` measures that with a model that obeys every
+change the wording of a reminder, delay a stuck operation's stop by those bounds, and
+bring a fine one's cap forward (to a person or the model's extension sooner), nothing
+else; ``bench/supervisor_eval.py`` measures that with a model that obeys every
 instruction it reads.
 """
 
@@ -40,7 +46,7 @@ from typing_extensions import TypedDict  # pydantic (LangGraph Studio) needs it 
 
 from outlast.importing import resolve
 from outlast.supervisor import evidence as ev
-from outlast.supervisor import extension
+from outlast.supervisor import extension, suspicion
 from outlast.supervisor.decisions import REMINDING
 from outlast.vocabulary import VERDICTS, Verdict
 
@@ -55,11 +61,13 @@ class SupervisorState(TypedDict, total=False):
     expected: float | None  # seconds the node declared the operation takes
     renewals_granted: int  # capped renewals since the last progress
     renewal_cap: int
+    early_look_from: int  # capped renewals before the model's early look; 0: none
     probe: str | None
     probe_history: list[dict[str, Any]]  # the probe's earlier answers, oldest first
     quoted: str | None
     can_remind: bool
     reminders: int
+    doubted: bool  # the model's early look doubted it since the last progress
     extensions: int  # the model's extensions of this operation so far
     extended_for: float  # ... and the seconds they granted
     run_extended_for: float  # the seconds the model's extensions granted the whole run
@@ -94,8 +102,12 @@ def _under_cap(state: SupervisorState) -> bool:
 def _renew(state: SupervisorState, tier: int, evidence: str, reason: str) -> dict[str, Any]:
     if evidence in ev.COUNTED:
         granted = state.get("renewals_granted", 0)
-        lease = ev.spacing(_ttl(state), float(state.get("backoff") or 1.0), granted)
         reason = f"{reason}; renewal {granted + 1} of {state.get('renewal_cap', 3)}"
+        if state.get("doubted"):
+            # once doubted (``supervisor/suspicion.py``), no backing off until progress
+            lease, reason = _ttl(state), f"{reason}, one lease: doubted"
+        else:
+            lease = ev.spacing(_ttl(state), float(state.get("backoff") or 1.0), granted)
     else:
         lease = _ttl(state)
     return {
@@ -158,37 +170,34 @@ def _reminder_due(state: SupervisorState) -> bool:
 
 
 async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
-    from outlast.supervisor.costs import ask
+    from outlast.supervisor.costs import ask_configured, said
 
     if _under_cap(state):
         return {}  # the evidence still decides
     room = extension.room(state)
     if not room and not _reminder_due(state):
         return {}  # the model's reading changes nothing here: no call
-    # A model object (tests, the evaluation) and the process's call budget and cache
-    # (``supervisor/costs.py``; the policy hands them in) come through the config.
-    configurable = config.get("configurable", {})
-    asked = await ask(
-        state,
-        configurable.get("supervisor_model"),
-        configurable.get("supervisor_costs"),
-        configurable.get("supervisor_first_model"),
-    )
+    asked = await ask_configured(state, config)
     verdict, reason, cost, seconds = asked.judged
-    said = {"model_call": asked.outcome, "judge": asked.model} if asked.outcome else {}
     if verdict is None:
-        return {"cost": cost, "reason": reason, **said}
+        return {"cost": cost, "reason": reason, **said(asked)}
     advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
     if seconds is not None:
         advice["seconds"] = seconds
-    acted = {"tier": 3, "cost": cost, "advice": advice, **said}
+    acted = {"tier": 3, "cost": cost, "advice": advice, **said(asked)}
     if verdict in extension.ASKING and room:
         granted = extension.grant(state, verdict, seconds, _ttl(state))
         if granted is not None:
             return {**granted, **acted}
+    if verdict == "probe" and room:
+        # "cannot tell yet": one lease more, from the extension's bounds, so that the
+        # probe is asked again; bounded like any extension
+        granted = extension.grant(state, "extend", _ttl(state), _ttl(state))
+        if granted is not None:
+            return {**granted, **acted}
     if verdict in REMINDING and _reminder_due(state):
         return {"verdict": verdict, "reason": reason, **acted}
-    return {"cost": cost, "advice": advice, **said}
+    return {"cost": cost, "advice": advice, **said(asked)}
 
 
 def intervene(state: SupervisorState) -> dict[str, Any]:
@@ -211,22 +220,36 @@ def intervene(state: SupervisorState) -> dict[str, Any]:
     }
 
 
+def _after(following: str) -> Any:
+    """Where a tier goes next: on when it did not decide; to the model's early look when
+    it renewed without progress late enough (``suspicion.due``); else the end."""
+
+    def route(state: SupervisorState) -> str:
+        if not _decided(state):
+            return following
+        return "early_look" if suspicion.due(state) else END
+
+    return route
+
+
 def build() -> StateGraph[SupervisorState]:
     builder = StateGraph(SupervisorState)
     builder.add_node("heuristic", heuristic)
     builder.add_node("structured", structured)
     builder.add_node("semantic", semantic)
     builder.add_node("intervene", intervene)
+    builder.add_node("early_look", suspicion.early_look)
     builder.add_edge(START, "heuristic")
     for tier, following in (
         ("heuristic", "structured"),
         ("structured", "semantic"),
         ("semantic", "intervene"),
+        ("intervene", END),
     ):
         builder.add_conditional_edges(
-            tier, lambda s, nxt=following: END if _decided(s) else nxt, [following, END]
+            tier, _after(following), list(dict.fromkeys([following, "early_look", END]))
         )
-    builder.add_edge("intervene", END)
+    builder.add_edge("early_look", END)
     return builder
 
 
