@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 from langchain_core.language_models import BaseChatModel
 
 from outlast.config import ModelSettings, Settings
+from outlast.supervisor.conversation import Reader, with_messages
 from outlast.supervisor.judge import FAILED, Judged, judge, model_from_env, quoted
 
 # What became of one question to the model (``outlast_supervisor_model_calls_total``).
@@ -189,11 +190,19 @@ async def ask(
     model: BaseChatModel | None,
     costs: Costs | None,
     first: BaseChatModel | None = None,
+    conversation: Reader | None = None,
 ) -> Asked:
-    """The model's verdict within the budgets, or the cache's for the same question."""
+    """The model's verdict within the budgets, or the cache's for the same question.
+
+    ``conversation`` reads the run's last messages (``supervisor/conversation.py``), once a
+    model is there to read them: they are part of the question, so its cache key too. A
+    question over a budget has read them for nothing; the cache, which may answer it for
+    free, needs them first, and such a question is rare (past the cap, within budgets)."""
     name, model = chosen(state, model, first)
     if model is None:
         return Asked(Judged(None, "no supervisor model configured", dict(NO_COST)), None, "")
+    if conversation is not None:
+        state = with_messages(state, await conversation())
     costs = costs or Costs()
     key = question_key(name, state)
     cached = costs.cache.get(key) if costs.cache is not None else None
