@@ -68,6 +68,7 @@ from supervisor_report import evidence_of, report, summary, summary_of, without_
 from outlast.config import Settings  # noqa: E402
 from outlast.runtime.looks import Activity  # noqa: E402
 from outlast.supervisor import suspicion  # noqa: E402
+from outlast.supervisor.conversation import LAST_MESSAGES, Said, clip, with_messages  # noqa: E402
 from outlast.supervisor.costs import Costs, VerdictCache  # noqa: E402
 from outlast.supervisor.extension import Bounds  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge  # noqa: E402
@@ -152,14 +153,16 @@ def _tool(scenario: Scenario) -> str:
     return scenario.tool if isinstance(scenario, Ambiguous) else "operation"
 
 
-def _messages(scenario: Scenario) -> list[str]:
-    """The conversation's last messages a look carries (ambiguous scenarios only: the
-    runtime does not pass them to the judge yet)."""
+def _messages(scenario: Scenario) -> list[Said]:
+    """The conversation's last messages a look carries (ambiguous scenarios only), in the
+    shape and bounds the runtime gives the model (``supervisor/conversation.py``); the
+    corpus writes each as ``role: content``."""
     said = list(scenario.messages) if isinstance(scenario, Ambiguous) else []
     planted = scenario.injection
     if isinstance(planted, Planted) and planted.message:
         said.append(planted.message)
-    return said
+    parts = [text.partition(": ") for text in said[-LAST_MESSAGES:]]
+    return [{"role": role, "content": clip(content)} for role, _, content in parts]
 
 
 def _question(scenario: Scenario, act: Activity, now: float) -> dict[str, Any]:
@@ -172,10 +175,7 @@ def _question(scenario: Scenario, act: Activity, now: float) -> dict[str, Any]:
         "reminders": 0,
         **act.look(now),
     }
-    messages = _messages(scenario)
-    if messages:
-        question["activity"] = {**question["activity"], "messages": messages}
-    return question
+    return with_messages(question, _messages(scenario))
 
 
 async def replay(scenario: Scenario, decide: Decide) -> Replay:

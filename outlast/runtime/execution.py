@@ -99,7 +99,13 @@ class Execution:
         self.stop_reason: str | None = None
         # The budget and the supervisor: asked at the points where they have a say.
         self.policy = RunPolicy(
-            store, self.lease, settings, run, stop=self.request_stop, can_remind=self._can_remind
+            store,
+            self.lease,
+            settings,
+            run,
+            stop=self.request_stop,
+            can_remind=self._can_remind,
+            values=self._values,
         )
         self.ends = Endings(store, self.lease, settings, run, registry, self.policy)
         self._activity: ActivityTracker | None = None
@@ -376,6 +382,11 @@ class Execution:
             activity.signal(None, "heartbeat")
         else:
             loop.call_soon_threadsafe(activity.signal, None, "heartbeat")
+
+    async def _values(self) -> Any:
+        """The run's state at its latest checkpoint (the supervisor's model reads its
+        conversation), read as at a supervisor's stop (``Endings.stopped``)."""
+        return (await self._graph.aget_state(run_config(self.run))).values
 
     def _can_remind(self) -> bool:
         """A supervisor message needs a conversation to go into."""

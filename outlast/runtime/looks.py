@@ -9,7 +9,10 @@ What a look carries is what ``supervisor/evidence.py`` weighs: signs of life sin
 last look, whether the fraction rose past its best (progress), the duration the node
 declared, the capped renewals granted since the last progress, whether the model's early
 look doubted it since, the model's bounded extensions so far, the probe's earlier
-answers. The operation's texts (its latest notes) go along as quoted data for a model.
+answers. The operation's texts (its latest notes) go along as quoted data for a model;
+in a conversation, so do its last messages, but not from here: the policy reads them
+from the run's checkpoint when, and only when, the model is asked
+(``supervisor/conversation.py``).
 """
 
 from __future__ import annotations

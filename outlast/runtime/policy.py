@@ -9,8 +9,10 @@ with the best result, park on a wait, or give the run back to the queue):
 - the graph stopped at that boundary: ``at_budget_stop`` (hard cap → close; soft limit →
   the supervisor's automatic tranche, or a ``budget`` wait for a person);
 - an activity lease expired: ``on_activity_expired`` asks the ladder
-  (``supervisor/ladder.py``), logs its verdict and, when the verdict stops the node,
-  asks the execution to stop; ``after_supervisor_stop`` then says what follows;
+  (``supervisor/ladder.py``), with the run's conversation for its model (read from the
+  latest checkpoint only when the model is asked), logs its verdict and, when the verdict
+  stops the node, asks the execution to stop; ``after_supervisor_stop`` then says what
+  follows;
 - resuming: ``on_resume`` applies what a person answered at a runtime checkpoint,
   ``take_note`` hands over a supervisor message left for this attempt.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, cast
 
@@ -37,7 +39,7 @@ from outlast.runtime.credentials import CREDENTIAL_WAIT
 from outlast.runtime.outcomes import SUPERVISOR
 from outlast.runtime.sink import EventSink, SinkClosed
 from outlast.store import ActivityStore, EventDraft, Lease, Run, Wait, WaitSpec, WaitStore
-from outlast.supervisor import costs, decisions
+from outlast.supervisor import conversation, costs, decisions
 from outlast.supervisor import evidence as ev
 from outlast.supervisor.decisions import StopDecision, Supervision
 from outlast.supervisor.extension import Bounds
@@ -132,6 +134,7 @@ class RunPolicy:
         stop: Callable[[str], None],
         can_remind: Callable[[], bool],
         spending: costs.Costs | None = None,
+        values: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self._store = store
         # the process's call budget and verdict cache, unless a test brings its own
@@ -140,6 +143,7 @@ class RunPolicy:
         self._settings = settings
         self._stop = stop
         self._can_remind = can_remind
+        self._values = values  # the run's state at its latest checkpoint
         self.meter = BudgetMeter(run.budget, run.usage, settings.model_prices)
         self.memory = Supervision.of(run.supervision)
         self._saved = self.memory
@@ -184,7 +188,8 @@ class RunPolicy:
             "extension_bounds": asdict(Bounds.of_settings(self._settings)),
             **look,  # type: ignore[typeddict-item]
         }
-        config: RunnableConfig = {"configurable": {"supervisor_costs": self._costs}}
+        asking = {"supervisor_costs": self._costs, "supervisor_conversation": self._conversation}
+        config: RunnableConfig = {"configurable": asking}
         state = dict(await supervisor.ainvoke(question, config))
         await self._spent(state)
         verdict = cast(Verdict, state.get("verdict", "renew"))
@@ -204,6 +209,13 @@ class RunPolicy:
             self.stopped = StopDecision(verdict, look["activity"], state.get("reason", ""))
             self._stop(SUPERVISOR)
         return {**state, "verdict": verdict}
+
+    async def _conversation(self) -> list[conversation.Said]:
+        """The conversation's last messages, for a question the model gets (``costs.ask``
+        reads them then): a checkpoint read, never made for a look the model does not get."""
+        if self._values is None or not self._can_remind():
+            return []  # no ``messages`` channel: no conversation to quote
+        return await conversation.read(self._values)
 
     async def _spent(self, state: dict[str, Any]) -> None:
         """What the look spent of the run's bounds: they must hold across attempts and

@@ -37,6 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from outlast.config import ModelSettings, Settings
+from outlast.supervisor.conversation import Reader, with_messages
 from outlast.supervisor.judge import FAILED, Judged, judge, model_from_env, quoted
 
 # What became of one question to the model (``outlast_supervisor_model_calls_total``).
@@ -189,13 +190,15 @@ class Asked(NamedTuple):
 
 async def ask_configured(state: Mapping[str, Any], config: RunnableConfig) -> Asked:
     """``ask``, with what the ladder's config carries: a model object (tests, the
-    evaluation), a cheaper first-look one, and the process's ``Costs`` (the policy's)."""
+    evaluation), a cheaper first-look one, the process's ``Costs`` and the reader of the
+    run's conversation (``supervisor/conversation.py``; the policy hands both in)."""
     configurable = config.get("configurable", {})
     return await ask(
         state,
         configurable.get("supervisor_model"),
         configurable.get("supervisor_costs"),
         configurable.get("supervisor_first_model"),
+        configurable.get("supervisor_conversation"),
     )
 
 
@@ -209,11 +212,20 @@ async def ask(
     model: BaseChatModel | None,
     costs: Costs | None,
     first: BaseChatModel | None = None,
+    conversation: Reader | None = None,
 ) -> Asked:
-    """The model's verdict within the budgets, or the cache's for the same question."""
+    """The model's verdict within the budgets, or the cache's for the same question.
+
+    ``conversation`` reads the run's last messages (``supervisor/conversation.py``), once a
+    model is there to read them: they are part of the question, so its cache key too. A
+    question over a budget has read them for nothing; the cache, which may answer it for
+    free, needs them first, and such a question is rare (once per stall before the cap,
+    at its early look, and past the cap, within budgets)."""
     name, model = chosen(state, model, first)
     if model is None:
         return Asked(Judged(None, "no supervisor model configured", dict(NO_COST)), None, "")
+    if conversation is not None:
+        state = with_messages(state, await conversation())
     costs = costs or Costs()
     key = question_key(name, state)
     cached = costs.cache.get(key) if costs.cache is not None else None

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from outlast.jsonable import to_jsonable
+from outlast.supervisor.conversation import messages_of
 from outlast.vocabulary import Verdict
 
 # The trigger names in ``supervisor.verdict`` events.
@@ -172,9 +173,8 @@ class StopDecision:
 
 def goal_of(values: Any) -> str:
     """What the run was asked to do: its first human message."""
-    messages = values.get("messages", []) if isinstance(values, dict) else []
     return next(
-        (str(m.content) for m in messages if getattr(m, "type", "") == "human"),
+        (str(m.content) for m in messages_of(values) if getattr(m, "type", "") == "human"),
         "the task you were given",
     )
 

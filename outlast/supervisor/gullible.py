@@ -100,7 +100,8 @@ def texts(data: dict[str, Any]) -> list[str]:
     found += [str(n) for n in activity.get("notes") or [] if n]
     if activity.get("note") and activity["note"] not in found:
         found.append(str(activity["note"]))
-    found += [str(m) for m in activity.get("messages") or [] if m]
+    # each ``{"role", "content"}`` (``supervisor/conversation.py``); the role is ours
+    found += [str(m["content"]) for m in activity.get("messages") or [] if m.get("content")]
     if data.get("quoted_output") and data["quoted_output"] not in found:
         found.append(str(data["quoted_output"]))
     found += [str(a["detail"]) for a in data.get("probe_answers") or [] if a.get("detail")]

@@ -10,8 +10,9 @@ kind of evidence is worth is in ``supervisor/evidence.py``; in short:
    progress → renew (uncapped); alive → renew, capped; done or failed twice in a row →
    close; once → look again after one lease;
 3. semantic verdict: only with ``OUTLAST_SUPERVISOR_MODEL``, and only past the cap, where
-   the evidence has said all it can and the operation's words are what is left: when an
-   extension is still within its bounds, or the conversation is about to get a
+   the evidence has said all it can and the operation's words are what is left (its
+   notes, and in a conversation its last messages: ``supervisor/conversation.py``): when
+   an extension is still within its bounds, or the conversation is about to get a
    supervisor message. An ``extend`` (or ``renew``) buys one bounded extension
    (``supervisor/extension.py``); ``remind`` or ``change_strategy`` picks that message;
    ``probe`` buys one lease, from the same bounds; any other answer is advice, kept in
@@ -53,7 +54,9 @@ from outlast.vocabulary import VERDICTS, Verdict
 
 class SupervisorState(TypedDict, total=False):
     trigger: str
-    activity: dict[str, Any]  # facts: name, kind, silent_for, elapsed, notes, fraction …
+    # facts: name, kind, silent_for, elapsed, notes, fraction …; for the model, in a
+    # conversation, its last messages (``supervisor/conversation.py``)
+    activity: dict[str, Any]
     ttl: float  # the activity lease, seconds
     backoff: float  # each capped renewal lasts this much longer than the one before
     signals_since_last: int  # signs of life since the last look
