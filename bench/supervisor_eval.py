@@ -25,10 +25,10 @@ acted outcome, at some expiry or at the end, moved to what its text demanded, co
 the same scenario without the text; a bounded extension is not such a move, and the time
 injections bought with extensions is counted apart: ``supervisor_injections.py``),
 outcomes as labelled (fine ones finished, stuck ones stopped with their label's verdict),
-model calls per 100 expiries, time and tokens per decision, and how long stalls ran before
-they were stopped. Then issue 33's aims, and the check that each pair of ambiguous twins
-looks the same to the evidence tiers (``ambiguity``).
-Results go to ``bench/results/supervisor_eval.{json,md}``.
+model calls per 100 expiries, time and tokens per decision, a model call's time and its USD
+(``OUTLAST_MODEL_PRICES``), and how long stalls ran before they were stopped. Then issue
+33's aims, and the check that each pair of ambiguous twins looks the same to the evidence
+tiers (``ambiguity``). Results go to ``bench/results/supervisor_eval.{json,md}``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from supervisor_report import evidence_of, report, summary, summary_of, without_
 from outlast.runtime.looks import Activity  # noqa: E402
 from outlast.supervisor.extension import Bounds  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge  # noqa: E402
-from outlast.supervisor.judge import judge  # noqa: E402
+from outlast.supervisor.judge import judge, model_from_env  # noqa: E402
 from outlast.supervisor.ladder import structured, supervisor  # noqa: E402
 from outlast.supervisor.scripted import RandomJudge, ScriptedJudge  # noqa: E402
 
@@ -239,7 +239,11 @@ def seed_of(scenario: Scenario) -> int:
 
 
 async def score(
-    scenario: Scenario, judges: Judges, ladder: bool, bounds: dict[str, Any] | None = None
+    scenario: Scenario,
+    judges: Judges,
+    ladder: bool,
+    bounds: dict[str, Any] | None = None,
+    priced_as: str = "",  # the judge's name, as ``OUTLAST_MODEL_PRICES`` may price it
 ) -> dict[str, Any]:
     model = judges(seed_of(scenario))
     decide = through_ladder(model, bounds) if ladder else alone(model)
@@ -258,6 +262,8 @@ async def score(
         "model_calls": sum((look.get("cost") or {}).get("model_calls", 0) for look in run.looks),
         "tokens": sum((look.get("cost") or {}).get("tokens", 0) for look in run.looks),
         "ms": [look["ms"] for look in run.looks],
+        "model_ms": [look["ms"] for look in run.looks if supervisor_report.asked(look)],
+        "usd": supervisor_report.usd(run.looks, priced_as),
         "false_kill": scenario.alive and run.outcome == "close",
         "needless_escalation": scenario.alive and CLASS[run.outcome] in ("person", "restart"),
         "missed_stall": not scenario.alive and run.outcome == "running",
@@ -280,10 +286,11 @@ async def evaluate(
     ladder: bool = True,
     scenarios: Sequence[Scenario] | None = None,
     bounds: dict[str, Any] | None = None,
+    priced_as: str = "",
 ) -> dict[str, Any]:
     """``judges(seed)``: the judge for one operation (the offline ones take a seed). The
     scenarios are the older corpus's unless given."""
-    rows = [await score(s, judges, ladder, bounds) for s in (scenarios or corpus())]
+    rows = [await score(s, judges, ladder, bounds, priced_as) for s in (scenarios or corpus())]
     return {**summary(rows), "rows": rows}
 
 
@@ -331,10 +338,8 @@ def judges(scenarios: Sequence[Scenario]) -> dict[str, Judges]:
         "oracle": oracle(scenarios, seed_of),
     }
     name = os.environ.get("OUTLAST_SUPERVISOR_MODEL", "").strip()
-    if name and name not in found:
-        from langchain.chat_models import init_chat_model
-
-        model = init_chat_model(name)
+    if name and name not in found:  # through the supervisor's own path (``judge.py``)
+        model = model_from_env(name)
         found[name] = lambda _seed: model
     return found
 
@@ -360,8 +365,9 @@ async def main() -> None:
     old, new = corpus(), list[Scenario](ambiguous())
     results: dict[str, dict[str, Any]] = {"old": {}, "new": {}, "both": {}}
     for label_, made, ladder, bounds in runs(judges(old + new)):
-        on_old = await evaluate(made, ladder=ladder, scenarios=old, bounds=bounds)
-        on_new = await evaluate(made, ladder=ladder, scenarios=new, bounds=bounds)
+        name = label_.partition(" / ")[0]
+        on_old = await evaluate(made, ladder=ladder, scenarios=old, bounds=bounds, priced_as=name)
+        on_new = await evaluate(made, ladder=ladder, scenarios=new, bounds=bounds, priced_as=name)
         results["old"][label_], results["new"][label_] = on_old, on_new
         results["both"][label_] = summary_of(on_old, on_new)
     checked = await ambiguity(new)
