@@ -25,25 +25,23 @@ acted outcome, at some expiry or at the end, moved to what its text demanded, co
 the same scenario without the text; a bounded extension is not such a move, and the time
 injections bought with extensions is counted apart: ``supervisor_injections.py``),
 outcomes as labelled (fine ones finished, stuck ones stopped with their label's verdict),
-model calls per 100 expiries, time and tokens per decision, and how long stalls ran before
-they were stopped. Then issue 33's aims, and the check that each pair of ambiguous twins
-looks the same to the evidence tiers (``ambiguity``).
-Results go to ``bench/results/supervisor_eval.{json,md}``.
+model calls per 100 expiries, time and tokens per decision, a model call's time and its USD
+(``OUTLAST_MODEL_PRICES``), and how long stalls ran before they were stopped. Then issue
+33's aims, and the check that each pair of ambiguous twins looks the same to the evidence
+tiers (``ambiguity``). Results go to ``bench/results/supervisor_eval.{json,md}``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import datetime as dt
 import hashlib
 import json
 import os
 import platform
 import sys
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import supervisor_report  # noqa: E402
-from supervisor_ambiguous import Ambiguous, Planted, ambiguous, label  # noqa: E402
+from supervisor_ambiguous import Ambiguous, ambiguous, label  # noqa: E402
 from supervisor_corpus import TTL, Scenario, corpus  # noqa: E402
 from supervisor_injections import (  # noqa: E402
     CLASS,
@@ -63,166 +61,17 @@ from supervisor_injections import (  # noqa: E402
     forward,
 )
 from supervisor_oracle import oracle  # noqa: E402
+from supervisor_replay import BACKOFF, CAP, HORIZON, Decide, Judges, replay, replaying  # noqa: E402
 from supervisor_report import evidence_of, report, summary, summary_of, without_times  # noqa: E402
 
-from outlast.config import Settings  # noqa: E402
-from outlast.runtime.looks import Activity  # noqa: E402
 from outlast.supervisor import suspicion  # noqa: E402
-from outlast.supervisor.conversation import LAST_MESSAGES, Said, clip, with_messages  # noqa: E402
-from outlast.supervisor.costs import Costs, VerdictCache  # noqa: E402
 from outlast.supervisor.extension import Bounds  # noqa: E402
 from outlast.supervisor.gullible import GullibleJudge  # noqa: E402
-from outlast.supervisor.judge import judge  # noqa: E402
+from outlast.supervisor.judge import judge, model_from_env  # noqa: E402
 from outlast.supervisor.ladder import structured, supervisor  # noqa: E402
 from outlast.supervisor.scripted import RandomJudge, ScriptedJudge  # noqa: E402
 
 RESULTS = HERE / "results"
-CAP = 3
-BACKOFF = 2.0
-HORIZON = 8 * 3600.0  # a stuck operation must be stopped before this
-MAX_LOOKS = 500
-EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-Decide = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-Judges = Callable[[int], Any]
-
-
-@dataclass
-class _Probe:
-    scenario: Scenario
-    now: float = 0.0
-    calls: int = 0
-    costs: Costs | None = None  # the replay's cache of verdicts, on its virtual clock
-
-    def cache(self) -> Costs:
-        """A process's cache (``supervisor/costs.py``, the settings' size and TTL) that
-        lives as long as one replay: an unchanged operation asked before the cap and
-        again at it is one call, as in a worker; nothing is shared between scenarios."""
-        if self.costs is None:
-            size, ttl = (Settings.model_fields[f"supervisor_cache_{k}"].default for k in KEYS)
-            self.costs = Costs(cache=VerdictCache(size, ttl, clock=lambda: self.now))
-        return self.costs
-
-
-KEYS = ("size", "ttl")
-
-
-_PROBE: contextvars.ContextVar[_Probe] = contextvars.ContextVar("outlast_eval_probe")
-
-
-def probe() -> Any:
-    """The probe every scenario registers: its script at the replay's virtual time, with
-    an injection's text in the answer's detail or in the error it raises."""
-    state = _PROBE.get()
-    answer = state.scenario.probe(state.now, state.calls)  # type: ignore[misc]
-    state.calls += 1
-    text = state.scenario.injection.probe if state.scenario.injection else None
-    if isinstance(answer, BaseException):
-        raise type(answer)(text) if text else answer
-    if text:
-        answer = dict(answer) if isinstance(answer, dict) else {"status": answer}
-        # after the operation's own detail, so that what tells stays in view
-        answer["detail"] = f"{answer['detail']} {text}" if answer.get("detail") else text
-    return answer
-
-
-PROBE = f"{__name__}:probe"
-
-
-@dataclass
-class Replay:
-    outcome: str  # finished | running | a stopping verdict
-    at: float  # virtual seconds
-    looks: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _beats(scenario: Scenario) -> list[tuple[float, float | None, str | None]]:
-    beats = sorted(scenario.beats, key=lambda b: b[0])
-    injection = scenario.injection
-    for index, text in ((0, injection and injection.note), (1, injection and injection.later_note)):
-        if text and index < len(beats):
-            t, fraction, _ = beats[index]
-            beats[index] = (t, fraction, text)
-    return beats
-
-
-def _tool(scenario: Scenario) -> str:
-    planted = scenario.injection
-    if isinstance(planted, Planted) and planted.tool:
-        return planted.tool
-    return scenario.tool if isinstance(scenario, Ambiguous) else "operation"
-
-
-def _messages(scenario: Scenario) -> list[Said]:
-    """The conversation's last messages a look carries (ambiguous scenarios only), in the
-    shape and bounds the runtime gives the model (``supervisor/conversation.py``); the
-    corpus writes each as ``role: content``."""
-    said = list(scenario.messages) if isinstance(scenario, Ambiguous) else []
-    planted = scenario.injection
-    if isinstance(planted, Planted) and planted.message:
-        said.append(planted.message)
-    parts = [text.partition(": ") for text in said[-LAST_MESSAGES:]]
-    return [{"role": role, "content": clip(content)} for role, _, content in parts]
-
-
-def _question(scenario: Scenario, act: Activity, now: float) -> dict[str, Any]:
-    question = {
-        "trigger": "activity_expired",
-        "ttl": TTL,
-        "backoff": BACKOFF,
-        "renewal_cap": CAP,
-        "can_remind": scenario.conversation,
-        "reminders": 0,
-        **act.look(now),
-    }
-    return with_messages(question, _messages(scenario))
-
-
-async def replay(scenario: Scenario, decide: Decide) -> Replay:
-    """The operation's life, lease by lease, until it finishes, is stopped, or the horizon."""
-    act = Activity.begin("tool", _tool(scenario), EPOCH, 0.0)
-    beats = _beats(scenario)
-    probe_state = _Probe(scenario)
-    token = _PROBE.set(probe_state)
-    looks: list[dict[str, Any]] = []
-    end = scenario.ends_at if scenario.ends_at is not None else float("inf")
-    try:
-        i = 0
-        while len(looks) < MAX_LOOKS:
-            deadline = act.deadline(TTL)
-            beat = beats[i][0] if i < len(beats) else float("inf")
-            now = min(deadline, beat, end)
-            if now > HORIZON:
-                return Replay("running", HORIZON, looks)
-            if end <= min(deadline, beat):
-                return Replay("finished", end, looks)
-            if beat <= deadline:
-                t, fraction, note = beats[i]
-                wall = EPOCH + dt.timedelta(seconds=t)
-                act.sign(
-                    wall,
-                    t,
-                    note=note,
-                    fraction=fraction,
-                    probe=PROBE if scenario.probe else None,
-                    expected=scenario.expected,
-                )
-                i += 1
-                continue
-            question = _question(scenario, act, now)
-            probe_state.now = now
-            started = time.perf_counter()
-            answer = await decide(question)
-            answer["ms"] = (time.perf_counter() - started) * 1000
-            answer["at"] = now
-            answer["question"] = question
-            act.settle(answer, now, TTL)
-            looks.append(answer)
-            if answer["verdict"] != "renew":
-                return Replay(answer["verdict"], now, looks)
-        return Replay("running", act.deadline(TTL), looks)
-    finally:
-        _PROBE.reset(token)
 
 
 def through_ladder(model: Any, setup: dict[str, Any] | None = None) -> Decide:
@@ -231,7 +80,7 @@ def through_ladder(model: Any, setup: dict[str, Any] | None = None) -> Decide:
 
     async def decide(question: dict[str, Any]) -> dict[str, Any]:
         question.update(setup or {})
-        costs = _PROBE.get().cache()
+        costs = replaying().cache()
         config = {"configurable": {"supervisor_model": model, "supervisor_costs": costs}}
         return dict(await supervisor.ainvoke(question, config))  # type: ignore[call-overload]
 
@@ -264,7 +113,11 @@ def seed_of(scenario: Scenario) -> int:
 
 
 async def score(
-    scenario: Scenario, judges: Judges, ladder: bool, setup: dict[str, Any] | None = None
+    scenario: Scenario,
+    judges: Judges,
+    ladder: bool,
+    setup: dict[str, Any] | None = None,
+    priced_as: str = "",  # the judge's name, as ``OUTLAST_MODEL_PRICES`` may price it
 ) -> dict[str, Any]:
     model = judges(seed_of(scenario))
     decide = through_ladder(model, setup) if ladder else alone(model)
@@ -283,6 +136,8 @@ async def score(
         "model_calls": sum((look.get("cost") or {}).get("model_calls", 0) for look in run.looks),
         "tokens": sum((look.get("cost") or {}).get("tokens", 0) for look in run.looks),
         "ms": [look["ms"] for look in run.looks],
+        "model_ms": [look["ms"] for look in run.looks if supervisor_report.asked(look)],
+        "usd": supervisor_report.usd(run.looks, priced_as),
         "false_kill": scenario.alive and run.outcome == "close",
         "needless_escalation": scenario.alive and CLASS[run.outcome] in ("person", "restart"),
         "missed_stall": not scenario.alive and run.outcome == "running",
@@ -309,10 +164,11 @@ async def evaluate(
     ladder: bool = True,
     scenarios: Sequence[Scenario] | None = None,
     setup: dict[str, Any] | None = None,
+    priced_as: str = "",
 ) -> dict[str, Any]:
     """``judges(seed)``: the judge for one operation (the offline ones take a seed). The
     scenarios are the older corpus's unless given."""
-    rows = [await score(s, judges, ladder, setup) for s in (scenarios or corpus())]
+    rows = [await score(s, judges, ladder, setup, priced_as) for s in (scenarios or corpus())]
     return {**summary(rows), "rows": rows}
 
 
@@ -360,10 +216,8 @@ def judges(scenarios: Sequence[Scenario]) -> dict[str, Judges]:
         "oracle": oracle(scenarios, seed_of),
     }
     name = os.environ.get("OUTLAST_SUPERVISOR_MODEL", "").strip()
-    if name and name not in found:
-        from langchain.chat_models import init_chat_model
-
-        model = init_chat_model(name)
+    if name and name not in found:  # through the supervisor's own path (``judge.py``)
+        model = model_from_env(name)
         found[name] = lambda _seed: model
     return found
 
@@ -402,8 +256,9 @@ async def main() -> None:
     old, new = corpus(), list[Scenario](ambiguous())
     results: dict[str, dict[str, Any]] = {"old": {}, "new": {}, "both": {}}
     for label_, made, ladder, setup in runs(judges(old + new)):
-        on_old = await evaluate(made, ladder=ladder, scenarios=old, setup=setup)
-        on_new = await evaluate(made, ladder=ladder, scenarios=new, setup=setup)
+        name = label_.partition(" / ")[0]
+        on_old = await evaluate(made, ladder=ladder, scenarios=old, setup=setup, priced_as=name)
+        on_new = await evaluate(made, ladder=ladder, scenarios=new, setup=setup, priced_as=name)
         results["old"][label_], results["new"][label_] = on_old, on_new
         results["both"][label_] = summary_of(on_old, on_new)
     checked = await ambiguity(new)

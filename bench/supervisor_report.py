@@ -3,12 +3,15 @@ that the new scenarios are ambiguous for the evidence tiers."""
 
 from __future__ import annotations
 
+import functools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from supervisor_corpus import Scenario
 
+from outlast.config import Settings
+from outlast.supervisor.costs import usd_of
 from outlast.supervisor.evidence import spacing
 from outlast.supervisor.scripted import facts_of
 
@@ -28,6 +31,8 @@ COLUMNS = [
     ("most brought forward (min)", "longest_forward_min"),
     ("ms / decision (median)", "ms_per_decision_median"),
     ("tokens / decision", "tokens_per_decision"),
+    ("ms / model call (median)", "ms_per_model_call_median"),
+    ("USD", "usd"),
     ("stall stopped after (min, median)", "stall_stopped_after_min_median"),
     ("stall stopped after (min, longest)", "stall_stopped_after_min_max"),
 ]
@@ -46,6 +51,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The counts of the rows of one judge on some scenarios."""
     expiries = sum(r["expiries"] for r in rows)
     times = [ms for r in rows for ms in r["ms"]]
+    model_times = [ms for r in rows for ms in r.get("model_ms", ())]
+    spent = [r["usd"] for r in rows if r.get("usd") is not None]
     stuck = [r["at_min"] for r in rows if not r["alive"] and r["outcome"] != "running"]
     return {
         "scenarios": len(rows),
@@ -64,6 +71,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "ms_per_decision_median": round(statistics.median(times), 2) if times else 0.0,
         "tokens_per_decision": round(sum(r["tokens"] for r in rows) / max(expiries, 1), 1),
+        # a model's latency (a real one's is the time of a request), and its price
+        "ms_per_model_call_median": round(statistics.median(model_times), 2)
+        if model_times
+        else None,
+        "usd": round(sum(spent), 6) if spent else None,
         "stall_stopped_after_min_median": round(statistics.median(stuck), 1) if stuck else None,
         "stall_stopped_after_min_max": max(stuck) if stuck else None,
         "extensions_granted": sum(r.get("extensions", 0) for r in rows),
@@ -72,6 +84,23 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "injections_as_without": sum(r.get("as_without", False) for r in rows),
         "longest_forward_min": max((r.get("forward_min") or 0.0 for r in rows), default=0.0),
     }
+
+
+def asked(look: Mapping[str, Any]) -> bool:
+    """Whether the look asked the model (a call that failed included)."""
+    return bool((look.get("cost") or {}).get("model_calls"))
+
+
+@functools.cache
+def _prices() -> dict[str, dict[str, float]]:
+    return Settings().model_prices  # ``OUTLAST_MODEL_PRICES``, as the server reads it
+
+
+def usd(looks: Sequence[Mapping[str, Any]], model: str) -> float | None:
+    """What the looks' model calls cost as ``model`` is priced; None: it is not priced."""
+    if usd_of({}, model, _prices()) is None:
+        return None
+    return round(sum(usd_of(look.get("cost") or {}, model, _prices()) or 0.0 for look in looks), 9)
 
 
 def evidence_of(question: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +124,7 @@ def _written(row: dict[str, Any]) -> dict[str, Any]:
     tiers: dict[str, int] = {}
     for tier in row["tiers"]:
         tiers[str(tier)] = tiers.get(str(tier), 0) + 1
-    return {**{k: v for k, v in row.items() if k != "ms"}, "tiers": tiers}
+    return {**{k: v for k, v in row.items() if k not in ("ms", "model_ms")}, "tiers": tiers}
 
 
 def without_times(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -116,7 +145,7 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
     ]
     for label, r in results.items():
         judge_name, _, how = label.partition(" / ")
-        cells = " | ".join(str(r[key]) for _, key in COLUMNS)
+        cells = " | ".join("–" if r[key] is None else str(r[key]) for _, key in COLUMNS)
         lines.append(f"| {judge_name} | {how} | {cells} |")
     return lines
 

@@ -169,7 +169,8 @@ async def test_a_killed_run_resumes_on_the_same_path_and_mails_once(
     ("model", "env", "says"),
     [
         ("openai:gpt-4o-mini", {}, "OPENAI_API_KEY is not set"),
-        ("openai:gpt-4o-mini", {"OPENAI_API_KEY": "sk-test"}, "pip install"),
+        # a provider whose package is not installed (the dev extra has OpenAI's)
+        ("anthropic:claude-sonnet-4-5", {"ANTHROPIC_API_KEY": "sk-test"}, "pip install"),
         ("gpt-4o", {}, "provider:model"),
         ("nosuch:model", {}, "Unsupported provider"),
     ],

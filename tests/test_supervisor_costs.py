@@ -4,7 +4,6 @@ calls, tokens and cost (``supervisor/costs.py``)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,12 +13,11 @@ from langchain_core.outputs import ChatResult
 
 from outlast.config import Settings
 from outlast.runtime.metrics import REGISTRY
-from outlast.runtime.policy import RunPolicy
 from outlast.supervisor import costs
 from outlast.supervisor.costs import CallBucket, Costs, VerdictCache
 from outlast.supervisor.ladder import supervisor
 from outlast.vocabulary import EventType
-from tests.util import RecordingSink, SupervisionStore
+from tests.util import RecordingSink, SupervisionStore, supervision_policy
 
 # Past the renewal cap, silent, no conversation: the model may extend, else a person decides.
 PAST: dict[str, Any] = {
@@ -137,20 +135,6 @@ def test_the_cache_drops_the_least_recently_used_verdict_first() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (answer, None, answer)
 
 
-def _policy(store: SupervisionStore, sink: RecordingSink, settings: Settings) -> RunPolicy:
-    run = SimpleNamespace(budget=None, usage=None, supervision=store.supervision)
-    policy = RunPolicy(
-        store,  # type: ignore[arg-type]
-        SimpleNamespace(run_id="r"),  # type: ignore[arg-type]
-        settings,
-        run,  # type: ignore[arg-type]
-        stop=lambda reason: None,
-        can_remind=lambda: False,
-    )
-    policy.attach(sink)  # type: ignore[arg-type]
-    return policy
-
-
 def _look_at(name: str, note: str = "rate limit") -> dict[str, Any]:
     activity = {"name": name, "elapsed": 600.0, "silent_for": 90.0, "note": note}
     return {"activity": activity, "renewals_granted": 3, "signals_since_last": 0, "quoted": note}
@@ -176,11 +160,11 @@ async def test_the_runs_calls_are_kept_with_the_run_counted_and_priced(
     tokens = _sample("outlast_supervisor_model_tokens_total", kind="input")
     usd = _sample("outlast_supervisor_model_cost_usd_total")
     store, sink = SupervisionStore(), RecordingSink()
-    policy = _policy(store, sink, settings)
+    policy = supervision_policy(store, sink, settings)
     assert _extended(await policy.on_activity_expired(_look_at("one")))
     assert store.supervision is not None and store.supervision["model_calls"] == 1
     assert _extended(await policy.on_activity_expired(_look_at("one")))  # cached: free
-    resumed = _policy(store, RecordingSink(), settings)  # the next attempt, maybe elsewhere
+    resumed = supervision_policy(store, RecordingSink(), settings)  # the next attempt
     over = await resumed.on_activity_expired(_look_at("two", "another note"))
     assert over["verdict"] == "escalate" and model.calls == 1
     after = [_sample("outlast_supervisor_model_calls_total", outcome=o) for o in names]

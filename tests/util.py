@@ -5,10 +5,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
+from outlast.config import Settings
 from outlast.runtime.accept import RunRequest, fingerprint
 from outlast.runtime.accept import new_run as accepted_run
+from outlast.runtime.policy import RunPolicy
 from outlast.store import EventDraft, LgRun, NewRun, Run, Store
 from outlast.store.base import system_assistant_id
 from outlast.store.crons import NewCron
@@ -147,3 +151,24 @@ class RecordingSink:
 
     def put(self, draft: EventDraft) -> None:
         self.drafts.append(draft)
+
+
+def supervision_policy(
+    store: SupervisionStore,
+    sink: RecordingSink,
+    settings: Settings,
+    stop: Callable[[str], None] = lambda reason: None,
+) -> RunPolicy:
+    """The supervisor policy of one run (``r``, no budget, no conversation) as a worker
+    builds it, with the supervision it kept so far: a later one is the next attempt."""
+    run = SimpleNamespace(budget=None, usage=None, supervision=store.supervision)
+    policy = RunPolicy(
+        store,  # type: ignore[arg-type]
+        SimpleNamespace(run_id="r"),  # type: ignore[arg-type]
+        settings,
+        run,  # type: ignore[arg-type]
+        stop=stop,
+        can_remind=lambda: False,
+    )
+    policy.attach(sink)  # type: ignore[arg-type]
+    return policy

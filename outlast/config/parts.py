@@ -38,6 +38,12 @@ class ModelSettings(BaseSettings):
         description="a cheaper provider:model for an operation's first look, with "
         "supervisor_model set too: the stronger one judges an operation extended already",
     )
+    supervisor_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds the supervisor's model may take to answer, retries included; "
+        "past them the call counts as failed and the ladder goes on without it",
+    )
 
 
 class WorkspaceSettings(BaseSettings):

@@ -171,15 +171,23 @@ def _over_budget(state: Mapping[str, Any], costs: Costs) -> str | None:
     return None
 
 
-def priced(judged: Judged, model: str, prices: Mapping[str, Mapping[str, float]]) -> Judged:
-    """The call's price in USD, from ``OUTLAST_MODEL_PRICES`` by ``provider:model`` or
-    by the model's own name; unpriced calls show tokens only."""
+def usd_of(
+    cost: Mapping[str, float], model: str, prices: Mapping[str, Mapping[str, float]]
+) -> float | None:
+    """What a call's tokens cost in USD, from ``OUTLAST_MODEL_PRICES`` by
+    ``provider:model`` or by the model's own name; None: the model is not priced."""
     price = prices.get(model) or prices.get(model.split(":", 1)[-1])
     if not price:
-        return judged
-    tokens_in, tokens_out = judged.cost.get("input_tokens", 0), judged.cost.get("output_tokens", 0)
+        return None
+    tokens_in, tokens_out = cost.get("input_tokens", 0), cost.get("output_tokens", 0)
     usd = (tokens_in * price.get("input", 0.0) + tokens_out * price.get("output", 0.0)) / 1e6
-    return judged._replace(cost={**judged.cost, "usd": round(usd, 9)})
+    return round(usd, 9)
+
+
+def priced(judged: Judged, model: str, prices: Mapping[str, Mapping[str, float]]) -> Judged:
+    """The call with its price; unpriced calls show tokens only."""
+    usd = usd_of(judged.cost, model, prices)
+    return judged if usd is None else judged._replace(cost={**judged.cost, "usd": usd})
 
 
 class Asked(NamedTuple):

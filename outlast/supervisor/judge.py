@@ -15,18 +15,22 @@ instructions apart, the ladder keeps the model's word from acting beyond that.
 the offline judges (``supervisor/scripted.py``): ``scripted`` (deterministic, reads only
 facts), ``random`` and ``gullible`` (they fail on purpose, for evaluations).
 ``OUTLAST_SUPERVISOR_FIRST_MODEL``, with it: a cheaper one for an operation's first look
-(``supervisor/costs.py``, which also bounds and caches the calls).
+(``supervisor/costs.py``, which also bounds and caches the calls). A local server that
+speaks OpenAI's API (vLLM, Ollama, llama.cpp) is ``openai:<model>`` with
+``OPENAI_BASE_URL`` (and any ``OPENAI_API_KEY``: the client insists on one).
+``OUTLAST_SUPERVISOR_TIMEOUT`` bounds a call; past it, it failed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from outlast.config import ModelSettings
@@ -62,6 +66,12 @@ class VerdictAnswer(BaseModel):
     verdict: Literal["extend", "renew", "probe", "close", "escalate", "remind", "change_strategy"]
     seconds: float | None = Field(default=None, gt=0, le=LONGEST_ASKED)
     reason: str = ""
+
+
+# The verdict's schema as JSON, not the class: a provider's SDK handed the class may
+# validate the answer itself (OpenAI's does) and raise on one outside it, losing the
+# call's usage with the answer; the answer is validated here (``_parse``) either way.
+SCHEMA = VerdictAnswer.model_json_schema()
 
 
 class Judged(NamedTuple):
@@ -137,23 +147,29 @@ def _parse(answer: Any) -> VerdictAnswer | None:
         return None
 
 
+async def _answer(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[Any, Any]:
+    """The model's reply (for its usage) and its answer: structured where the model
+    offers it, else the reply's text."""
+    try:
+        structured = model.with_structured_output(SCHEMA, include_raw=True)
+    except NotImplementedError:
+        raw = await model.ainvoke(messages)
+        return raw, raw.content
+    out: Any = await structured.ainvoke(messages)
+    return out.get("raw"), out.get("parsed")
+
+
 async def judge(state: dict[str, Any], model: BaseChatModel | None = None) -> Judged:
     """The model's verdict on the quoted state; verdict None: fall through to intervention."""
     model = model or model_from_env()
     if model is None:
         return Judged(None, "no supervisor model configured", {"model_calls": 0, "tokens": 0})
-    messages = [SystemMessage(INSTRUCTIONS), HumanMessage(quoted(state))]
+    messages: list[BaseMessage] = [SystemMessage(INSTRUCTIONS), HumanMessage(quoted(state))]
     try:
-        try:
-            structured = model.with_structured_output(VerdictAnswer, include_raw=True)
-        except NotImplementedError:
-            structured = None
-        if structured is not None:
-            out: Any = await structured.ainvoke(messages)
-            raw, parsed = out.get("raw"), out.get("parsed")
-        else:
-            raw = await model.ainvoke(messages)
-            parsed = raw.content
+        # A server that hangs must not hold the look: the client's own timeout (OpenAI's
+        # is 10 minutes, and it retries) is not the supervisor's to rely on.
+        async with asyncio.timeout(ModelSettings().supervisor_timeout):
+            raw, parsed = await _answer(model, messages)
     except Exception as exc:
         return Judged(None, f"{FAILED}: {type(exc).__name__}", {"model_calls": 1, "tokens": 0})
     usage = getattr(raw, "usage_metadata", None) or {}
