@@ -55,7 +55,7 @@ async def test_a_doubt_makes_the_last_renewal_one_lease_instead_of_eight() -> No
     doubted = await _look(model)
     # still the evidence's renewal, counted: no close, no person, on the model's word
     assert (doubted["verdict"], doubted["evidence"], doubted["tier"]) == ("renew", ev.SILENCE, 4)
-    assert doubted["lease_for"] == 30.0 and doubted["doubted"] is True
+    assert doubted["lease_for"] == 30.0 and doubted["doubted"] == "close"
     assert doubted["advice"]["verdict"] == "close" and model.asked == 1
     assert "renewal 3 of 3" in doubted["reason"] and "doubts it (close)" in doubted["reason"]
     without = await _look(_model(CLOSE), early_look_from=0)
@@ -72,14 +72,14 @@ async def test_the_model_is_not_asked_too_early_without_words_or_twice() -> None
     for state in (
         {"renewals_granted": 1},  # before the early look's renewal
         {"activity": {"name": "fetch", "elapsed": 300.0}, "quoted": None},  # nothing to read
-        {"doubted": True},  # asked once per stall: the doubt stands
+        {"doubted": "close"},  # asked once per stall: the doubt stands
     ):
         model = _model(CLOSE)
         result = await _look(model, **state)
         assert model.asked == 0, state
         assert result["verdict"] == "renew"
     # the standing doubt keeps the looks one lease apart, without a call
-    assert (await _look(_model(CLOSE), doubted=True))["lease_for"] == 30.0
+    assert (await _look(_model(CLOSE), doubted="close"))["lease_for"] == 30.0
 
 
 async def test_past_the_cap_a_probe_verdict_buys_one_lease_from_the_extensions() -> None:
@@ -97,10 +97,26 @@ def test_an_activity_keeps_the_doubt_until_progress() -> None:
     wall = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     act = Activity.begin("tool", "fetch", wall, 0.0)
     act.settle(
-        {"verdict": "renew", "evidence": ev.SILENCE, "lease_for": 30.0, "doubted": True}, 30.0, 30.0
+        {"verdict": "renew", "evidence": ev.SILENCE, "lease_for": 30.0, "doubted": "probe"},
+        30.0,
+        30.0,
     )
-    assert act.look(60.0)["doubted"] is True
+    assert act.look(60.0)["doubted"] == "probe"
     act.settle({"verdict": "renew", "evidence": ev.SILENCE, "lease_for": 30.0}, 60.0, 30.0)
-    assert act.look(90.0)["doubted"] is True
+    assert act.look(90.0)["doubted"] == "probe"
     act.settle({"verdict": "renew", "evidence": ev.PROGRESS, "lease_for": 30.0}, 90.0, 30.0)
-    assert act.look(120.0)["doubted"] is False
+    assert act.look(120.0)["doubted"] is None
+
+
+async def test_at_the_cap_a_standing_doubt_is_the_answer_without_a_call() -> None:
+    """No extension for an operation the model doubted, and no second call: its doubt
+    goes to the person as advice, or words the reminder."""
+    model = _model(EXTEND)
+    escalated = await _look(model, renewals_granted=3, doubted="close")
+    assert model.asked == 0
+    assert (escalated["verdict"], escalated["tier"]) == ("escalate", 4)
+    assert "advised close" in escalated["reason"]
+    reminded = await _look(model, renewals_granted=3, doubted="change_strategy", can_remind=True)
+    assert (reminded["verdict"], reminded["tier"], model.asked) == ("change_strategy", 3, 0)
+    # without the doubt the same model extends it
+    assert (await _look(model, renewals_granted=3))["evidence"] == ev.EXTENSION

@@ -48,7 +48,7 @@ class Activity:
     granted_until: float = 0.0  # when the supervisor's last renewal ends (monotonic)
     extensions: int = 0  # the model's bounded extensions (``supervisor/extension.py``)
     extended_for: float = 0.0  # ... and the seconds they granted
-    doubted: bool = False  # the model's early look doubted it (``supervisor/suspicion.py``)
+    doubted: str | None = None  # the early look's doubt, its verdict (``supervisor/suspicion.py``)
     supervising: bool = False
 
     @classmethod
@@ -121,7 +121,7 @@ class Activity:
     def settle(self, answer: dict[str, Any], now: float, ttl: float) -> None:
         """Keep what the look found; a renewal extends the lease by its ``lease_for``."""
         if answer.get("doubted"):
-            self.doubted = True
+            self.doubted = str(answer["doubted"])
         said = answer.get("probe_answer")
         if said is not None:
             self.probe_history = [*self.probe_history, said][-ev.PROBE_MEMORY :]
@@ -129,7 +129,7 @@ class Activity:
             return
         evidence = answer.get("evidence")
         if evidence == ev.PROGRESS:
-            self.granted, self.doubted = 0, False  # a new stall is looked at afresh
+            self.granted, self.doubted = 0, None  # a new stall is looked at afresh
         elif evidence in ev.COUNTED:
             self.granted += 1
         lease = float(answer.get("lease_for") or ttl)

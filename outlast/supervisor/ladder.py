@@ -70,7 +70,7 @@ class SupervisorState(TypedDict, total=False):
     quoted: str | None
     can_remind: bool
     reminders: int
-    doubted: bool  # the model's early look doubted it since the last progress
+    doubted: str  # the early look's doubt (its verdict) since the last progress
     extensions: int  # the model's extensions of this operation so far
     extended_for: float  # ... and the seconds they granted
     run_extended_for: float  # the seconds the model's extensions granted the whole run
@@ -177,6 +177,9 @@ async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, 
 
     if _under_cap(state):
         return {}  # the evidence still decides
+    doubt = state.get("doubted")
+    if doubt:
+        return _doubt_stands(state, doubt)
     room = extension.room(state)
     if not room and not _reminder_due(state):
         return {}  # the model's reading changes nothing here: no call
@@ -201,6 +204,16 @@ async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, 
     if verdict in REMINDING and _reminder_due(state):
         return {"verdict": verdict, "reason": reason, **acted}
     return {"cost": cost, "advice": advice, **said(asked)}
+
+
+def _doubt_stands(state: SupervisorState, doubt: str) -> dict[str, Any]:
+    """The early look's doubt is the model's answer at the cap: no second call, and no
+    extension for an operation the model itself doubted (``supervisor/suspicion.py``)."""
+    advice = {"verdict": doubt, "reason": "the early look's doubt, standing since"}
+    if doubt in REMINDING and _reminder_due(state):
+        reason = f"the model's doubt ({doubt}) stands; a supervisor message"
+        return {"verdict": doubt, "tier": 3, "reason": reason, "advice": advice}
+    return {"advice": advice}
 
 
 def intervene(state: SupervisorState) -> dict[str, Any]:

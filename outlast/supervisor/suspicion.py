@@ -9,7 +9,9 @@ the model reads those words earlier. What its answer may do there is the least t
 helps: a doubt (``probe``, ``close``, ``escalate``, ``remind``, ``change_strategy``)
 makes this renewal and the counted ones after it, until progress, last one lease
 instead of the backed-off wait, so the probe is asked again sooner and the cap comes
-sooner. The model is asked once per stall: a doubt stands until progress. The renewal
+sooner. The model is asked once per stall: a doubt stands until progress, at the cap too,
+where it is the model's answer without a second call (no extension after a doubt; its
+verdict words a reminder or goes to the person as advice). The renewal
 is still counted against the cap and still rests on the evidence that granted it;
 nothing is ended, extended or handed to a person on the model's word. Any other answer
 leaves the renewal as the evidence set it.
@@ -79,4 +81,4 @@ async def early_look(state: Mapping[str, Any], config: RunnableConfig) -> dict[s
     if verdict not in DOUBTING or float(state.get("lease_for") or 0.0) <= ttl:
         return looked
     why = f"{state.get('reason', '')}; the model doubts it ({verdict}): looks one lease apart"
-    return {**looked, "lease_for": round(ttl, 3), "reason": why, "doubted": True}
+    return {**looked, "lease_for": round(ttl, 3), "reason": why, "doubted": verdict}
