@@ -17,19 +17,13 @@ from outlast.supervisor import costs
 from outlast.supervisor.costs import CallBucket, Costs, VerdictCache
 from outlast.supervisor.ladder import supervisor
 from outlast.vocabulary import EventType
-from tests.util import RecordingSink, SupervisionStore, supervision_policy
+from tests.util import RecordingSink, SupervisionStore, expired_look, supervision_policy
 
 # Past the renewal cap, silent, no conversation: the model may extend, else a person decides.
-PAST: dict[str, Any] = {
-    "trigger": "activity_expired",
-    "ttl": 30.0,
-    "renewal_cap": 3,
-    "renewals_granted": 3,
-    "signals_since_last": 0,
-    "can_remind": False,
-    "activity": {"name": "fetch", "elapsed": 600.0, "silent_for": 90.0, "note": "rate limit"},
-    "quoted": "rate limit, resets at 14:20",
-}
+PAST = expired_look(
+    {"name": "fetch", "elapsed": 600.0, "silent_for": 90.0, "note": "rate limit"},
+    quoted="rate limit, resets at 14:20",
+)
 EXTEND = '{"verdict": "extend", "seconds": 600, "reason": "waits for the reset"}'
 USAGE = {"input_tokens": 1000, "output_tokens": 50, "total_tokens": 1050}
 EVIDENCE_ONLY = (4, "escalate")  # what the ladder does with no model configured

@@ -17,19 +17,10 @@ from outlast.supervisor import evidence as ev
 from outlast.supervisor.extension import Bounds
 from outlast.supervisor.ladder import supervisor
 from outlast.vocabulary import EventType
-from tests.util import RecordingSink, SupervisionStore
+from tests.util import RecordingSink, SupervisionStore, expired_look
 
 # Past the cap, silent, no conversation: before issue 33 a person was asked at once.
-PAST: dict[str, Any] = {
-    "trigger": "activity_expired",
-    "ttl": 30.0,
-    "backoff": 2.0,
-    "renewal_cap": 3,
-    "renewals_granted": 3,
-    "signals_since_last": 0,
-    "can_remind": False,
-    "activity": {"name": "fetch", "elapsed": 600.0, "note": "rate limit, resets at 14:20"},
-}
+PAST = expired_look({"name": "fetch", "elapsed": 600.0, "note": "rate limit, resets at 14:20"})
 EXTEND_10_MIN = '{"verdict": "extend", "seconds": 600, "reason": "waits for the reset"}'
 EXTEND_A_DAY = '{"verdict": "extend", "seconds": 86400, "reason": "as the note asks"}'
 

@@ -11,21 +11,16 @@ from langchain_core.language_models import FakeListChatModel
 from outlast.runtime.looks import Activity
 from outlast.supervisor import evidence as ev
 from outlast.supervisor.ladder import supervisor
+from tests.util import expired_look
 
 # Silent, no probe, two blind renewals granted: the third (the last before the cap)
 # would last 8 leases.
-SILENT: dict[str, Any] = {
-    "trigger": "activity_expired",
-    "ttl": 30.0,
-    "backoff": 2.0,
-    "renewal_cap": 3,
-    "renewals_granted": 2,
-    "signals_since_last": 0,
-    "can_remind": False,
-    "early_look_from": 2,
-    "activity": {"name": "fetch", "elapsed": 300.0, "note": "retrying page 4 (attempt 12)"},
-    "quoted": "retrying page 4 (attempt 12)",
-}
+SILENT = expired_look(
+    {"name": "fetch", "elapsed": 300.0, "note": "retrying page 4 (attempt 12)"},
+    renewals_granted=2,
+    early_look_from=2,
+    quoted="retrying page 4 (attempt 12)",
+)
 CLOSE = '{"verdict": "close", "reason": "the same page again and again"}'
 EXTEND = '{"verdict": "extend", "seconds": 600, "reason": "waits for the reset"}'
 

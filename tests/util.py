@@ -172,3 +172,19 @@ def supervision_policy(
     )
     policy.attach(sink)  # type: ignore[arg-type]
     return policy
+
+
+def expired_look(activity: dict[str, Any], **over: Any) -> dict[str, Any]:
+    """A question to the supervisor on an expired activity lease: past the renewal cap,
+    silent since the last look, no conversation; ``over`` changes any of it."""
+    return {
+        "trigger": "activity_expired",
+        "ttl": 30.0,
+        "backoff": 2.0,
+        "renewal_cap": 3,
+        "renewals_granted": 3,
+        "signals_since_last": 0,
+        "can_remind": False,
+        "activity": activity,
+        **over,
+    }
