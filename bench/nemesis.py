@@ -186,7 +186,9 @@ def write(opts: Any, results: list[dict[str, Any]], started: dict[str, Any]) -> 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nemesis.json").write_text(json.dumps(out, indent=2) + "\n")
     lines = [
-        f"# Nemesis ({started['when']} to {out['ended']})",
+        f"# Nemesis ({started['when']} to {out['ended']}"
+        + (f"; resumed {started['resumed']['when']}" if "resumed" in started else "")
+        + ")",
         "",
         f"{len(results)} trials of {opts.runs} runs each, seed `{opts.seed}`; machine: "
         f"{json.dumps(started['machine'])}; load at the end {out['load_at_end']}.",
@@ -244,14 +246,24 @@ async def deployments(opts: Any, links: list[netns.Link | None]) -> int:
             await pg.remove()
 
 
+def resumed(opts: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Where the run begins: afresh, or (``--resume``) an earlier run that met its time
+    bound, its trials kept, its start and options the run's, this start noted."""
+    started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
+    if not opts.resume:
+        return started, []
+    earlier = json.loads(Path(opts.resume).read_text())
+    kept = {k: earlier[k] for k in ("when", "machine", "options")}
+    return {**kept, "resumed": started}, list(earlier["trials"])
+
+
 async def run_trials(opts: Any, lanes: list[tuple[Cluster, OwnPostgres | None]]) -> int:
     """``opts.trials`` trials, shared by the deployments of ``lanes`` (each a cluster and
     its Postgres, None on SQLite), which take the next trial as they finish one: several
     deployments side by side make a long run shorter (``--parallel``), each trial on its
     own deployment, whose faults touch nothing of the others'."""
-    started = {"when": now_iso(), "machine": machine(), "options": vars(opts)}
-    results: list[dict[str, Any]] = []
-    numbers = itertools.count()
+    started, results = resumed(opts)
+    numbers = itertools.count(max((int(r["trial"]) + 1 for r in results), default=0))
     stop_at = time.monotonic() + opts.hours * 3600
     try:
         async with asyncio.TaskGroup() as group:
@@ -304,6 +316,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--parallel", type=int, default=1, help="Postgres deployments side by side (own links)"
     )
     p.add_argument("--out", default=str(RESULTS))
+    p.add_argument(
+        "--resume",
+        help="an earlier run's nemesis.json: keep its trials and go on from the next one "
+        "(same seed and faults), up to --trials in all",
+    )
     opts = p.parse_args(argv)
     known = SQLITE_FAULTS if opts.backend == "sqlite" else POSTGRES_FAULTS
     opts.faults = opts.faults or ",".join(known)
