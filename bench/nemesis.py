@@ -151,6 +151,10 @@ async def trial(
     stuck = [(r.key, r.run_id) for r in runs if final.get(r.key) not in FINAL]
     if stuck:
         out["stuck_files"] = await diagnose(cluster, pg, stuck, Path(opts.out), n)
+    done = counts(record, "done")
+    twice = [(r.key, r.run_id) for r in runs if done[r.key] > 1]
+    if twice:
+        out["twice_files"] = await diagnose(cluster, pg, twice, Path(opts.out), n, "twice")
     return out | verdict(runs, record, final)
 
 

@@ -1,4 +1,5 @@
-"""What a stuck run was doing: its row, its log, and its holder's tasks.
+"""What a stuck run was doing: its row, its log, and its holder's tasks (and the row and
+log of a run that recorded its end twice).
 
 A run still not terminal when a trial's time is up is either unclaimed (nobody took it
 back), or held by a process whose execution waits on something that will not come while
@@ -77,10 +78,17 @@ async def _dump(member: Member, limit: float = 5.0) -> str:
 
 
 async def diagnose(
-    cluster: Cluster, pg: OwnPostgres | None, stuck: list[tuple[str, str]], folder: Path, trial: int
+    cluster: Cluster,
+    pg: OwnPostgres | None,
+    stuck: list[tuple[str, str]],
+    folder: Path,
+    trial: int,
+    kind: str = "stuck",
 ) -> list[str]:
     """For each (key, run_id) stuck, a file with the row, the log and the holder's dump
-    (or every executing member's, when no live member holds it); the files' names."""
+    (or every executing member's, when no live member holds it); the files' names. For
+    another ``kind`` (``twice``: a run whose last node recorded its end twice) the row
+    and the log, which show the attempts and what ended each, without the dumps."""
     written = []
     for key, run_id in stuck:
         if pg is not None:
@@ -90,8 +98,8 @@ async def diagnose(
             row, events = _sqlite_row(cluster.disk / "outlast.db", run_id)
         holder = _holder(cluster, row.get("worker_id", ""))
         members = [holder] if holder else [m for m in cluster.workers if m.proc is not None]
-        dumps = [f"== {m.name}\n{await _dump(m)}" for m in members]
-        path = folder / f"stuck-{trial}-{key}.txt"
+        dumps = [f"== {m.name}\n{await _dump(m)}" for m in members] if kind == "stuck" else []
+        path = folder / f"{kind}-{trial}-{key}.txt"
         text = [f"run {run_id} ({key})", json.dumps(row, indent=1), "events:", *events]
         text += [f"holder: {holder.name if holder else 'none alive'}", *dumps]
         path.write_text("\n".join(text) + "\n")
