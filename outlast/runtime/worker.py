@@ -51,6 +51,7 @@ from outlast.runtime.outcomes import (
     STORE_FAILED_DETAIL,
     ExecutionStore,
     Outcome,
+    store_failure,
 )
 from outlast.runtime.retention import retain
 from outlast.runtime.scheduler import CronScheduler, FireCron
@@ -323,13 +324,19 @@ class Worker:
                 faults.fault_point(faults.HEARTBEAT_LOOP)
                 await self._renew_held()
 
-    async def _renew_held(self) -> None:
+    async def _renew_held(self) -> bool:
+        """Renew this worker's leases; False when the store did not take it. Tried twice:
+        after a database restart the pool may hand out a connection that died with the
+        server, whose failure discards it, and the next try gets a fresh one."""
         before = set(self.held)
-        try:
-            held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
-        except Exception as exc:
-            log.warning("lease renewal failed: %s", exc)
-            return
+        for tries_left in (1, 0):
+            try:
+                held = await self.store.renew(self.id, self.settings.worker_lease_ttl, list(before))
+                break
+            except Exception as exc:
+                if not tries_left or not store_failure(exc):
+                    log.warning("lease renewal failed: %s", exc)
+                    return False
         self._renewed = time.monotonic()
         rows = {h.run_id: h for h in held}
         for run_id in before:
@@ -342,22 +349,29 @@ class Worker:
                 execution.request_stop(LEASE_LOST)
             elif row.status == RunStatus.CANCELLING:
                 execution.request_stop(CANCEL)
+        return True
 
     async def _reaper_loop(self) -> None:
         while True:
             faults.fault_point(faults.REAPER_LOOP)
             try:
-                # After an outage this worker's own leases may have lapsed while nothing
-                # could be written: renewed first, its runs are not reaped as a dead
-                # worker's when the store comes back before its next heartbeat.
-                late = time.monotonic() - self._renewed > self.settings.worker_heartbeat * 1.5
-                if self.held and late:
-                    await self._renew_held()
-                for reaped in await self.store.reap():
-                    log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
+                await self.reap_once()
             except Exception as exc:
                 log.warning("reaper failed: %s", exc)
             await asyncio.sleep(self.settings.reaper_interval)
+
+    async def reap_once(self) -> None:
+        """One round of the reaper. After an outage this worker's own leases may have
+        lapsed while nothing could be written: renewed first, its runs are not reaped as a
+        dead worker's when the store comes back before its next heartbeat. If that
+        renewal fails, this round reaps nothing: the store answered the reap and not the
+        renewal (a connection that died with a restarting server), and a reap now would
+        take this worker's live runs, each at the cost of an attempt."""
+        late = time.monotonic() - self._renewed > self.settings.worker_heartbeat * 1.5
+        if self.held and late and not await self._renew_held():
+            return
+        for reaped in await self.store.reap():
+            log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
 
     async def _retention_loop(self) -> None:
         settings = self.settings
