@@ -12,9 +12,18 @@ from typing import Any
 import pytest
 
 from outlast.store import Store
+from outlast.store.records import EventDraft, Lease
 from outlast.vocabulary import EventType
 from tests.browser import PAGE_WAIT, CutProxy, headless_page, screenshot_path
-from tests.harness import Server, make_settings, post_run, serve, until_snapshot, wait_result
+from tests.harness import (
+    Server,
+    eventually,
+    make_settings,
+    post_run,
+    serve,
+    until_snapshot,
+    wait_result,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +100,34 @@ async def test_a_run_followed_to_completion(store: Store, page: Any) -> None:
             assert any(e.type == EventType.RUN_RESUMED for e in logged), ran
         assert "Worked on 'watch me'" in await page.inner_text("#result")
         assert re.search(r"checkpoints\s*\d+", await page.inner_text("#preserved-body"))
+
+
+async def test_a_late_activity_report_does_not_rename_the_next_node(
+    store: Store, page: Any, tmp_path: Path
+) -> None:
+    """On a starved machine the lease renewer's activity report for a node can be written
+    after that node's node.updated; the group it falls in still belongs to the node that
+    finishes there."""
+    gate = tmp_path / "gate"
+    conf = {"count_file": str(tmp_path / "count"), "gate_at": "n2", "gate": str(gate)}
+    async with console(store) as (srv, proxy):
+        run = await post_run(srv.client, graph="counted", input={}, config={"configurable": conf})
+        await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
+
+        async def n1_updated() -> bool:
+            logged = await store.read_events(run["id"], 0, 10_000)
+            return any(e.type == "node.updated" and e.data["node"] == "n1" for e in logged)
+
+        await eventually(n1_updated, what="n1's node.updated")
+        held = await store.get_run(run["id"])
+        assert held is not None and held.worker_id is not None
+        late = {"kind": "node", "name": "n1", "started_at": held.created_at.isoformat()}
+        lease = Lease(run["id"], held.worker_id, held.lease_epoch)
+        await store.append(lease, [EventDraft(EventType.ACTIVITY, late)])
+        gate.write_text("open")
+        await page.wait_for_selector("#conn[data-state='ended']", timeout=PAGE_WAIT)
+        nodes = await page.locator("#timeline .group .node").all_inner_texts()
+        assert [n for n in nodes if n != "run"] == [f"node n{i}" for i in range(1, 7)]
 
 
 async def test_a_cut_connection_reconnects_and_resumes_without_repeats(

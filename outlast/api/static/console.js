@@ -303,7 +303,8 @@ class RunPage {
   // -- the timeline: grouped by node, one row per event, model output coalesced --------
 
   // Events between two node.updated belong to the node that finished at the second one
-  // (they happened while it ran): an open group collects them and takes the node's name.
+  // (they happened while it ran): an open group collects them and takes the node's name,
+  // first from whatever names a node and finally from the node.updated that closes it.
   group(label) {
     const box = document.createElement("div");
     box.className = "group";
@@ -325,7 +326,9 @@ class RunPage {
     }
     if (!this.openBox) { this.openBox = this.group("running…"); this.openBox.named = false; }
     const node = d.node || (event.type === "activity" ? d.name : undefined);
-    if (node && !this.openBox.named) {
+    // node.updated has the last word: an activity report written late on a starved
+    // machine can still carry the name of the node that finished just before
+    if (node && (!this.openBox.named || event.type === "node.updated")) {
       this.openBox.querySelector(".node").textContent = `node ${node}`;
       this.openBox.named = true;
     }
