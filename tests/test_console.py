@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from outlast.store import Store
-from outlast.store.records import EventDraft, Lease
+from outlast.store.records import Event, EventDraft, Lease
 from outlast.vocabulary import EventType
 from tests.browser import PAGE_WAIT, CutProxy, headless_page, screenshot_path
 from tests.harness import (
@@ -114,9 +114,9 @@ async def test_a_late_activity_report_does_not_rename_the_next_node(
         run = await post_run(srv.client, graph="counted", input={}, config={"configurable": conf})
         await page.goto(f"http://127.0.0.1:{proxy.port}/#/runs/{run['id']}")
 
-        async def n1_updated() -> bool:
+        async def n1_updated() -> list[Event]:
             logged = await store.read_events(run["id"], 0, 10_000)
-            return any(e.type == "node.updated" and e.data["node"] == "n1" for e in logged)
+            return [e for e in logged if e.type == "node.updated" and e.data["node"] == "n1"]
 
         await eventually(n1_updated, what="n1's node.updated")
         held = await store.get_run(run["id"])
