@@ -1,8 +1,9 @@
 """Postgres restarted in the middle of runs: the test stops and starts the local server.
 
 The server process (API and worker) rides it out: its pool replaces dead connections,
-`/readyz` says 503 while the database is away and 200 when it is back, runs continue from
-their checkpoints, and clients that reconnect get every event exactly once.
+`/readyz` says 503 while the database is away and 200 when it is back, the writes the
+outage failed go again in place so runs continue where they were (no step runs twice),
+and clients that reconnect get every event exactly once.
 
 Marked ``serial``: it takes the database away from everything else running at the time,
 so ``make test`` runs it after the parallel part of the suite. A cut of one connection (a
@@ -96,6 +97,11 @@ async def test_a_postgres_restart_mid_run_loses_nothing(pg_url: str, tmp_path: P
                 steps = [e.data["update"]["steps"] for e in events if e.type == "node.updated"]
                 shown = " ".join(f"{e.seq}:{e.type}:{e.data.get('node')}" for e in events)
                 assert [s[0] for s in steps][-1] == "finish", shown
+                # the writes the outage failed went again in place (store/outage.py):
+                # no run was given back or requeued, so no step ran twice
+                assert not {"run.released", "run.requeued"} & {e.type for e in events}, shown
+                nodes = [e.data["node"] for e in events if e.type == "node.updated"]
+                assert len(nodes) == len(set(nodes)), shown
         finally:
             await store.close()
         assert server.poll() is None  # it rode the outage out

@@ -25,6 +25,7 @@ class Store:
         self.failing = failing
         self.renewals = 0
         self.reaps = 0
+        self.grace: float | None = None
 
     async def renew(self, worker_id: str, ttl: float, run_ids: list[str]) -> list[Any]:
         self.renewals += 1
@@ -33,8 +34,9 @@ class Store:
             raise psycopg.OperationalError("server closed the connection unexpectedly")
         return []
 
-    async def reap(self) -> list[Any]:
+    async def reap(self, grace: float = 0.0) -> list[Any]:
         self.reaps += 1
+        self.grace = grace
         return []
 
 
@@ -62,3 +64,12 @@ async def test_a_worker_holding_nothing_reaps_without_renewing() -> None:
     store = Store(failing=2)
     await _worker(store, holding=False).reap_once()
     assert (store.renewals, store.reaps) == (0, 1)
+
+
+async def test_the_reaper_grants_a_lease_of_grace_after_a_database_restart() -> None:
+    """A lease that ran out while the database was down is its holder's for one more
+    lease after the server's start (queries.sql run_lock_expired, store/outage.py)."""
+    store = Store(failing=0)
+    worker = _worker(store, holding=False)
+    await worker.reap_once()
+    assert store.grace == worker.settings.worker_lease_ttl > 0

@@ -8,7 +8,6 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 
-from outlast.errors import StoreUnavailable
 from outlast.store import (
     ActivityStore,
     EffectStore,
@@ -22,6 +21,7 @@ from outlast.store import (
     WaitSpec,
     WaitStore,
 )
+from outlast.store.outage import transient
 
 SHUTDOWN = "shutdown"
 SUPERVISOR = "supervisor"
@@ -33,25 +33,8 @@ LEASE_LOST = "lease_lost"
 # When several reasons arrive, the strongest wins: a lost lease forbids any write, a
 # failing store cannot take one, a cancel outranks a drain.
 _PRIORITY = {SHUTDOWN: 0, SUPERVISOR: 1, CANCEL: 2, STORE_FAILED: 3, LEASE_LOST: 4}
-
-
-def store_failure(exc: BaseException) -> bool:
-    """An error of the database, not of the graph: connection lost, server restarting,
-    pool exhausted, disk full, a connection's prepared statements out of step."""
-    import sqlite3
-
-    import psycopg
-
-    failures = (StoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
-    if isinstance(exc, failures):
-        return True
-    # a connection whose prepared statements the client misjudged (store/pg_pool.py's
-    # pipeline()): the connection's fault, not the graph's; the next one is clean
-    if isinstance(exc, psycopg.errors.InvalidSqlStatementName):
-        return True
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        words in str(exc) for words in ("disk", "locked", "I/O", "full")
-    )
+# an error of the database, not of the graph: one definition, the store's
+store_failure = transient
 
 
 @dataclass(frozen=True, slots=True)

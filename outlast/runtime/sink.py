@@ -33,16 +33,15 @@ import uuid
 from collections.abc import Callable
 
 from outlast.cancelling import cancel_and_wait
-from outlast.errors import LeaseLost
-from outlast.retry import RetryPolicy
 from outlast.store import EventDraft, EventStore, Lease, Lent
+from outlast.store.outage import ride_out
 from outlast.store.rows import dumps
 from outlast.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 
-# an append that failed (a dropped connection): 0.05 s, doubling, five attempts in all
-_RETRY = RetryPolicy(initial_interval=0.05, maximum_attempts=5)
+# an append that failed other than as the database does (store/outage.py): five in all
+_OTHER_ATTEMPTS = 5
 # Events that end a step: a checkpoint write follows them closely (``stream``: the state
 # after a step a LangGraph client asked for, emitted as the next step's writes go out).
 _STEP_ENDS = frozenset({EventType.NODE_UPDATED, EventType.STREAM})
@@ -224,23 +223,17 @@ class EventSink:
         return any(d.type not in _STEP_ENDS for d in self._buffer)
 
     async def _write(self, batch: list[EventDraft], token: str) -> int:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                seq = await self._store.append(self._lease, batch, token)
-                self.writes += 1
-                return seq
-            except LeaseLost:
-                raise
-            except Exception as exc:
-                # The same batch goes again with the same token: if the failed write
-                # did commit (its answer was lost with the connection), the store
-                # finds the token and appends nothing twice.
-                if not _RETRY.allows(attempt + 1):
-                    raise
-                log.warning("event append for %s failed (%s); retrying", self._lease.run_id, exc)
-                await asyncio.sleep(_RETRY.delay(attempt))
+        async def append() -> int:
+            seq = await self._store.append(self._lease, batch, token)
+            self.writes += 1
+            return seq
+
+        # The same batch goes again with the same token, through a restart of the
+        # database too: if a failed write did commit (its answer was lost with the
+        # connection), the store finds the token and appends nothing twice.
+        return await ride_out(
+            append, f"event append for {self._lease.run_id}", other_attempts=_OTHER_ATTEMPTS
+        )
 
 
 def _bounded(draft: EventDraft, max_bytes: int) -> EventDraft:

@@ -370,7 +370,7 @@ class Worker:
         late = time.monotonic() - self._renewed > self.settings.worker_heartbeat * 1.5
         if self.held and late and not await self._renew_held():
             return
-        for reaped in await self.store.reap():
+        for reaped in await self.store.reap(grace=self.settings.worker_lease_ttl):
             log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
 
     async def _retention_loop(self) -> None:

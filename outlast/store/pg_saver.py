@@ -62,6 +62,7 @@ from outlast.store import pg_pool
 from outlast.store.base import EventLender, Lease
 from outlast.store.batcher import Statement
 from outlast.store.group_commit import FENCE, FENCE_REFUSED, AppendStatement, GroupCommit
+from outlast.store.outage import ride_out
 
 
 class FencedPostgresSaver(AsyncPostgresSaver):
@@ -156,7 +157,16 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         await self._commit([Statement(query, params, many=True)])
 
     async def _commit(self, statements: list[Statement]) -> None:
-        if self.group is None:
+        group = self.group
+        if group is not None and self.lease is not None:
+            # sent again through a restart of the database: upserts, fenced (outage.py)
+            lease = self.lease
+            await ride_out(
+                lambda: group.write(lease, statements, self.events),
+                f"run {lease.run_id}: checkpoint write",
+            )
+            return
+        if group is None:
             async with self._cursor(pipeline=True) as cur:
                 for st in statements:
                     if st.many:
@@ -164,7 +174,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
                     else:
                         await cur.execute(st.sql, st.params)
             return
-        await self.group.write(self.lease, statements, self.events)
+        await group.write(self.lease, statements, self.events)
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:

@@ -95,10 +95,10 @@ class TransitionOps(TxProvider):
             change = transitions.release(await facts_of(tx, run), reason)
             return (await apply(tx, run, change)).last_seq
 
-    async def reap(self, limit: int = 100) -> list[Reaped]:
+    async def reap(self, limit: int = 100, grace: float = 0.0) -> list[Reaped]:
         reaped: list[Reaped] = []
         async with self._writing() as tx:
-            for row in await tx.rows("run_lock_expired", limit=limit):
+            for row in await tx.rows("run_lock_expired", limit=limit, grace=grace):
                 run = tx.run(row)
                 after = await apply(tx, run, transitions.reap(await facts_of(tx, run)))
                 reaped.append(Reaped(run.id, after.status, after.last_seq))

@@ -140,8 +140,10 @@ class RunStore(Notifying, Protocol):
         transaction, also when it has ended already (then nothing else changes)."""
 
     @abc.abstractmethod
-    async def reap(self, limit: int = 100) -> list[Reaped]:
-        """Up to ``limit`` runs whose worker lease expired (on database time), each in
+    async def reap(self, limit: int = 100, grace: float = 0.0) -> list[Reaped]:
+        """Up to ``limit`` runs whose worker lease expired (on database time), none
+        within ``grace`` seconds of a database server's start (a lease that ran out
+        while the server was down had nobody able to renew it), each in
         its own new epoch so the lost worker is fenced: ``queued`` again
         (``run.requeued``; the attempt counts at the next claim), ``failed`` after
         ``max_attempts`` (``run.failed``, error ``worker_lost``), or ``cancelled`` if it

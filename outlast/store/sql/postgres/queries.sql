@@ -240,8 +240,11 @@ FOR UPDATE;
 -- Up to `limit` runs whose worker lease expired on database time, oldest first, locked.
 -- SKIP LOCKED passes over a run while its holder writes a checkpoint (the fence holds
 -- the row FOR KEY SHARE): a worker in the middle of a write is not presumed dead.
+-- Nor is one within `grace` seconds of the server's start: a lease that ran out while
+-- the server was down ran out with nobody able to renew it (store/outage.py).
 SELECT * FROM outlast_runs
 WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
+  AND now() > pg_postmaster_start_time() + make_interval(secs => %(grace)s)
 ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;

@@ -131,7 +131,8 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling');
 
 -- name: run_lock_expired
--- Up to `limit` runs whose worker lease expired on database time, oldest first.
+-- Up to `limit` runs whose worker lease expired on database time, oldest first. (No
+-- `grace` after a restart: the embedded database restarts with its process.)
 SELECT * FROM outlast_runs
 WHERE status IN ('running', 'cancelling')
   AND lease_expires_at < (SELECT now FROM outlast_clock)
