@@ -110,6 +110,9 @@ def evidence_of(question: dict[str, Any]) -> dict[str, Any]:
     seen["probe_history"] = [
         {k: v for k, v in said.items() if k != "detail"} for said in question["probe_history"]
     ]
+    # the model's standing verdict (supervisor/costs.py) is its memory, not evidence: the
+    # tiers before it never read it, and it answers again only while the text is unchanged
+    seen.pop("standing", None)
     return seen
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from outlast.config import Settings
 from outlast.store import Store
 from outlast.supervisor.ladder import supervisor
 from tests.harness import (
@@ -203,7 +204,8 @@ async def test_the_model_is_not_asked_where_its_answer_would_change_nothing() ->
         {"renewals_granted": 0},  # under the cap: a blind renewal
         {"can_remind": False, **SPENT},  # no conversation, no extension: a person decides
         {"reminders": 1, **SPENT},  # reminded once already, no extension: a person decides
-        {"reminders": 1, "run_extended_for": 7200.0},  # the run's extensions are spent
+        # the run's extensions are spent
+        {"reminders": 1, "run_extended_for": Settings().supervisor_extension_per_run},
     ):
         result = await _ask(refusing, **state)
         assert result["tier"] == 4 and (result.get("cost") or {}).get("model_calls", 0) == 0

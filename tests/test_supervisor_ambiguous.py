@@ -155,14 +155,17 @@ def test_the_judge_reads_the_declared_duration_with_the_words_that_extend_it() -
 
 async def test_with_bounded_extensions_the_oracle_lets_the_fine_twins_finish(bench: Any) -> None:
     """Issue 33: past the cap a perfect judge's extension acts, within its bounds. Without
-    it the oracle left every fine ambiguous operation to a person (30 of 60); with it only
-    the 90-minute upload, which needs more than the hour an operation may get, and its
-    injected twin."""
+    it the oracle left every fine ambiguous operation to a person (30 of 60); with the
+    default bounds (90 min per operation) none, the 90-minute upload included; with an
+    hour per operation, that upload and its injected twin are left to a person."""
     scenarios = _ambiguous().ambiguous()
     made = _bench("supervisor_oracle").oracle(scenarios, bench.seed_of)
     result = await bench.evaluate(made, scenarios=scenarios)
     assert result["extensions_granted"] > 0
-    left = sorted(r["name"] for r in result["rows"] if r["needless_escalation"])
+    assert [r["name"] for r in result["rows"] if r["needless_escalation"]] == []
+    hour = {"extension_bounds": {"longest": 1200.0, "per_operation": 3600.0}}
+    shorter = await bench.evaluate(made, scenarios=scenarios, setup=hour)
+    left = sorted(r["name"] for r in shorter["rows"] if r["needless_escalation"])
     assert len(left) == 2 and all(n.startswith("upload in bytes (ja)") for n in left), left
     before = await bench.evaluate(made, scenarios=scenarios, setup=bench.BEFORE_SETUP)
     assert before["needless_escalations"] == 30

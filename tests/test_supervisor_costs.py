@@ -119,6 +119,48 @@ async def test_the_same_question_is_answered_from_the_cache_and_a_changed_one_is
     assert (await _look(model, spending))["model_call"] == costs.CALLED and model.calls == 3
 
 
+async def test_a_standing_verdict_answers_while_the_operation_shows_nothing_new() -> None:
+    """No process cache at all: the operation's own memory of the model's last answer.
+    An extension later (heartbeats counted, seconds extended, the same words), it answers
+    again without a call; a new note, or a silence a step longer on the coarse scale,
+    is a new question."""
+    model = _judge()
+    first = await _look(model)
+    assert first["model_call"] == costs.CALLED and model.calls == 1
+    stood = first["standing"]
+    assert stood["verdict"] == "extend" and stood["seconds"] == 600
+    later = {**PAST["activity"], "elapsed": 1320.0, "silent_for": 120.0, "renewals": 9}
+    again = await _look(model, activity=later, extensions=1, extended_for=600.0, standing=stood)
+    assert model.calls == 1 and again["model_call"] == costs.CACHED and _extended(again)
+    assert "extension 2 of 3" in again["reason"]
+    assert "showed nothing new" in again["advice"]["reason"]
+    noted = {**later, "note": "rate limit, resets at 15:00"}
+    assert (await _look(model, activity=noted, standing=stood))["model_call"] == costs.CALLED
+    silent = {**later, "silent_for": 1500.0}  # silent for 25 min, no longer for 2
+    assert (await _look(model, activity=silent, standing=stood))["model_call"] == costs.CALLED
+    assert model.calls == 3
+
+
+def test_a_probe_answer_repeated_is_not_a_new_question() -> None:
+    alive = {"status": "running", "detail": "page 7"}
+    once = costs.question_key("m", {**PAST, "probe_history": [alive]})
+    assert costs.question_key("m", {**PAST, "probe_history": [alive, alive, alive]}) == once
+    moved = {"status": "running", "detail": "page 8"}
+    assert costs.question_key("m", {**PAST, "probe_history": [alive, moved]}) != once
+
+
+def test_an_activity_keeps_the_standing_verdict_for_its_next_look() -> None:
+    import datetime as dt
+
+    from outlast.runtime.looks import Activity
+
+    act = Activity.begin("tool", "fetch", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0.0)
+    assert act.look(30.0)["standing"] is None
+    stood = {"key": "k", "verdict": "extend", "reason": "r", "seconds": 600.0}
+    act.settle({"verdict": "renew", "evidence": "extension", "standing": stood}, 30.0, 30.0)
+    assert act.look(700.0)["standing"] == stood
+
+
 def test_the_cache_drops_the_least_recently_used_verdict_first() -> None:
     cache = VerdictCache(2, 300.0, lambda: 0.0)
     answer = costs.Judged("extend", "r", {}, 600.0)

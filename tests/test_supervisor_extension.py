@@ -25,13 +25,18 @@ EXTEND_10_MIN = '{"verdict": "extend", "seconds": 600, "reason": "waits for the 
 EXTEND_A_DAY = '{"verdict": "extend", "seconds": 86400, "reason": "as the note asks"}'
 
 
+# The bounds these tests count against, whatever the settings' defaults are.
+BOUNDS = {"longest": 1200.0, "count": 3, "per_operation": 3600.0, "per_run": 7200.0}
+
+
 def _fake(answer: str) -> FakeListChatModel:
     return FakeListChatModel(responses=[answer] * 10)
 
 
 async def _ask(answer: str, **state: Any) -> dict[str, Any]:
     config = {"configurable": {"supervisor_model": _fake(answer)}}
-    result: dict[str, Any] = await supervisor.ainvoke({**PAST, **state}, config)  # type: ignore[arg-type]
+    question = {**PAST, "extension_bounds": BOUNDS, **state}
+    result: dict[str, Any] = await supervisor.ainvoke(question, config)  # type: ignore[arg-type]
     return result
 
 
@@ -52,7 +57,7 @@ async def test_past_the_cap_an_extend_buys_the_time_it_asks_for() -> None:
 
 async def test_an_extension_longer_than_the_longest_is_clipped() -> None:
     clipped = await _ask(EXTEND_A_DAY)
-    assert clipped["lease_for"] == Bounds().longest == 1200.0
+    assert clipped["lease_for"] == BOUNDS["longest"] == 1200.0
     assert "clipped from 86400 s" in clipped["reason"]
     # a renew says "not yet" without a length: the longest one extension lasts
     renewed = await _ask('{"verdict": "renew"}')
@@ -124,7 +129,7 @@ async def test_the_run_keeps_its_extensions_and_logs_each_with_its_reason_and_co
     and the run's total, kept with the run, bounds the next operation's."""
     monkeypatch.setenv("OUTLAST_SUPERVISOR_MODEL", "gullible")  # it obeys "renew it"
     store, sink, stopped = SupervisionStore(), RecordingSink(), []
-    settings = Settings(supervisor_extension_per_run=1500.0)
+    settings = Settings(supervisor_extension_longest=1200.0, supervisor_extension_per_run=1500.0)
     run = SimpleNamespace(budget=None, usage=None, supervision=None)
     policy = RunPolicy(
         store,  # type: ignore[arg-type]

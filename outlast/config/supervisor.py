@@ -32,7 +32,7 @@ class SupervisorSettings(BaseSettings):
     # The model's bounded extensions past the renewal cap (``supervisor/extension.py``):
     # at worst, what a model steered by an operation's text can delay a stuck one by.
     supervisor_extension_longest: float = Field(
-        default=1200.0,
+        default=1800.0,
         gt=0,
         description="past the renewal cap, the longest extension (seconds) one model verdict "
         "may grant; a longer ask is clipped",
@@ -44,12 +44,12 @@ class SupervisorSettings(BaseSettings):
         "as without a model (0: the model never extends)",
     )
     supervisor_extension_per_operation: float = Field(
-        default=3600.0,
+        default=5400.0,
         ge=0,
         description="seconds all the model's extensions of one operation may add up to",
     )
     supervisor_extension_per_run: float = Field(
-        default=7200.0,
+        default=10800.0,
         ge=0,
         description="seconds all the model's extensions in one run may add up to, over "
         "its operations and attempts",

@@ -49,6 +49,9 @@ class Activity:
     extensions: int = 0  # the model's bounded extensions (``supervisor/extension.py``)
     extended_for: float = 0.0  # ... and the seconds they granted
     doubted: str | None = None  # the early look's doubt, its verdict (``supervisor/suspicion.py``)
+    # the model's last verdict, standing while the operation shows nothing new
+    # (``supervisor/costs.py``)
+    standing: dict[str, Any] | None = None
     supervising: bool = False
 
     @classmethod
@@ -111,6 +114,7 @@ class Activity:
             "extensions": self.extensions,
             "extended_for": self.extended_for,
             "doubted": self.doubted,
+            "standing": self.standing,
             "probe": self.probe,
             "probe_history": list(self.probe_history),
             "quoted": self.note,
@@ -122,6 +126,8 @@ class Activity:
         """Keep what the look found; a renewal extends the lease by its ``lease_for``."""
         if answer.get("doubted"):
             self.doubted = str(answer["doubted"])
+        if answer.get("standing"):
+            self.standing = dict(answer["standing"])
         said = answer.get("probe_answer")
         if said is not None:
             self.probe_history = [*self.probe_history, said][-ev.PROBE_MEMORY :]

@@ -13,10 +13,20 @@ calls. Three bounds keep the price the operator's choice:
   every run at once) spends the bucket at once and then gets a steady trickle, and the
   state is two numbers whatever the rate; a sliding window would bound the same calls
   but keep a timestamp per call;
-- a cache of verdicts, keyed by what the judge is shown without its clocks: many runs
-  stalled on the same rate limit, with the same notes, are one question. The clocks
-  (silence, elapsed time) move at every look, so keeping them would make every question
-  new; the TTL bounds how stale they are in a cached answer.
+- a cache of verdicts, keyed by what the judge is shown with its clocks on a coarse
+  scale: many runs stalled on the same rate limit, with the same notes, are one
+  question. The clocks (silence, elapsed time, the count of heartbeats, the seconds
+  earlier extensions bought) move at every look, so keeping them exact would make every
+  question new; the TTL bounds how stale they are in a cached answer;
+- a standing verdict per operation: the model's last answer on an operation, with the
+  key of what it was shown, answers again while the operation shows nothing new: the
+  same words, the same probe answers, and its silence and age on the same coarse scale
+  (``SCALE``: within a minute, five, twenty, an hour, four hours). A stuck operation
+  repeating one note is a handful of questions for its whole stall, not one per
+  extension; what each answer may buy is bounded by the extension's bounds
+  (``supervisor/extension.py``), not by how often the model is asked. New words (a
+  note, a probe answer, a message), or a silence or an age a step longer, make a new
+  question.
 
 Over a budget the ladder goes on as without a model (the evidence decides, then a
 reminder or a person): never a kill, and never an extension nobody asked for. A cached
@@ -25,6 +35,7 @@ verdict acts through the ladder's bounds like a fresh one.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import time
 import weakref
@@ -45,7 +56,12 @@ CALLED, CACHED, OVER_BUDGET, FAILED_CALL = "called", "cached", "over_budget", "f
 
 NO_COST: dict[str, float] = {"model_calls": 0, "tokens": 0}
 PER_RUN: int = Settings.model_fields["supervisor_max_calls_per_run"].default
-CLOCKS = ("silent_for", "elapsed")  # left out of the cache key: they move at every look
+# left out of the cache key: they move at every look (``renewals`` counts heartbeats)
+CLOCKS = ("silent_for", "elapsed", "renewals")
+# ... but silence and age on a coarse scale are kept: an operation silent for an hour is
+# not the one that was silent for a minute when the model said "fine" (seconds: 1, 5,
+# 20 minutes, 1 and 4 hours)
+SCALE = (60.0, 300.0, 1200.0, 3600.0, 14_400.0)
 
 Clock = Callable[[], float]
 
@@ -131,10 +147,25 @@ def for_process(settings: Settings) -> Costs:
 
 def question_key(model: str, state: Mapping[str, Any]) -> str:
     """The hash of what the judge is shown, its clocks left out, and of who is asked."""
-    activity = {k: v for k, v in (state.get("activity") or {}).items() if k not in CLOCKS}
-    # the renewals left move at every look too: the same operation, unchanged, asked
-    # before the cap and again at it, is one question
-    shown = quoted({**state, "activity": activity, "renewals_granted": None})
+    shown_activity = state.get("activity") or {}
+    activity = {k: v for k, v in shown_activity.items() if k not in CLOCKS}
+    activity["silent_for"] = bisect.bisect(SCALE, float(shown_activity.get("silent_for") or 0))
+    answers: list[Any] = []
+    for answer in state.get("probe_history") or []:
+        if not answers or answers[-1] != answer:  # the same answer again is nothing new
+            answers.append(answer)
+    # the renewals left and the seconds extended move at every look too: the same
+    # operation, unchanged, asked before the cap, at it and after an extension, is one
+    # question
+    shown = quoted(
+        {
+            **state,
+            "activity": activity,
+            "probe_history": answers,
+            "renewals_granted": None,
+            "extended_for": None,
+        }
+    )
     return hashlib.sha256(f"{model}\n{shown}".encode()).hexdigest()
 
 
@@ -194,6 +225,25 @@ class Asked(NamedTuple):
     judged: Judged
     outcome: str | None  # ``CALLED`` …; None: no model is configured
     model: str  # who answered (or would have)
+    key: str = ""  # the question's (``question_key``)
+
+
+def standing(asked: Asked) -> dict[str, Any]:
+    """What a look keeps of a verdict, to stand for the operation while it shows nothing
+    new (the runtime's ``Activity.standing``); nothing when there was no verdict."""
+    verdict, reason, _, seconds = asked.judged
+    if verdict is None or not asked.key:
+        return {}
+    stood = {"key": asked.key, "verdict": verdict, "reason": reason, "seconds": seconds}
+    return {"standing": stood}
+
+
+def _stands(state: Mapping[str, Any], key: str) -> Judged | None:
+    stood = state.get("standing") or {}
+    if stood.get("key") != key or stood.get("verdict") is None:
+        return None
+    reason = f"{stood.get('reason', '')} (standing: the operation showed nothing new since)"
+    return Judged(str(stood["verdict"]), reason, {**NO_COST, "cached": 1}, stood.get("seconds"))
 
 
 async def ask_configured(state: Mapping[str, Any], config: RunnableConfig) -> Asked:
@@ -236,9 +286,12 @@ async def ask(
         state = with_messages(state, await conversation())
     costs = costs or Costs()
     key = question_key(name, state)
+    stood = _stands(state, key)
+    if stood is not None:
+        return Asked(stood, CACHED, name, key)
     cached = costs.cache.get(key) if costs.cache is not None else None
     if cached is not None:
-        return Asked(cached._replace(cost={**NO_COST, "cached": 1}), CACHED, name)
+        return Asked(cached._replace(cost={**NO_COST, "cached": 1}), CACHED, name, key)
     over = _over_budget(state, costs)
     if over is not None:
         return Asked(Judged(None, over, dict(NO_COST)), OVER_BUDGET, name)
@@ -248,4 +301,4 @@ async def ask(
     judged = priced(judged, name, costs.prices)
     if judged.verdict is not None and costs.cache is not None:
         costs.cache.put(key, judged)
-    return Asked(judged, CALLED, name)
+    return Asked(judged, CALLED, name, key)

@@ -28,7 +28,7 @@ renewal last one lease instead of the backed-off wait; the cap comes sooner, not
 
 The model's answer never ends an operation: a ``close`` needs the probe's word twice (or
 a person's). It extends one only within the extension's bounds (by default three of
-at most 20 min each, 1 h per operation, 2 h per run); every other renewal needs progress,
+at most 30 min each, 90 min per operation, 3 h per run); every other renewal needs progress,
 a declared duration, life or silence under the cap. Content that steers the model can
 change the wording of a reminder, delay a stuck operation's stop by those bounds, and
 bring a fine one's cap forward (to a person or the model's extension sooner), nothing
@@ -71,6 +71,9 @@ class SupervisorState(TypedDict, total=False):
     can_remind: bool
     reminders: int
     doubted: str  # the early look's doubt (its verdict) since the last progress
+    # the model's last verdict on the operation and the key of what it was shown: it
+    # answers again while the operation shows nothing new (``supervisor/costs.py``)
+    standing: dict[str, Any]
     extensions: int  # the model's extensions of this operation so far
     extended_for: float  # ... and the seconds they granted
     run_extended_for: float  # the seconds the model's extensions granted the whole run
@@ -173,7 +176,7 @@ def _reminder_due(state: SupervisorState) -> bool:
 
 
 async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, Any]:
-    from outlast.supervisor.costs import ask_configured, said
+    from outlast.supervisor.costs import ask_configured, said, standing
 
     if _under_cap(state):
         return {}  # the evidence still decides
@@ -190,7 +193,7 @@ async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, 
     advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
     if seconds is not None:
         advice["seconds"] = seconds
-    acted = {"tier": 3, "cost": cost, "advice": advice, **said(asked)}
+    acted = {"tier": 3, "cost": cost, "advice": advice, **said(asked), **standing(asked)}
     if verdict in extension.ASKING and room:
         granted = extension.grant(state, verdict, seconds, _ttl(state))
         if granted is not None:
@@ -203,7 +206,7 @@ async def semantic(state: SupervisorState, config: RunnableConfig) -> dict[str, 
             return {**granted, **acted}
     if verdict in REMINDING and _reminder_due(state):
         return {"verdict": verdict, "reason": reason, **acted}
-    return {"cost": cost, "advice": advice, **said(asked)}
+    return {"cost": cost, "advice": advice, **said(asked), **standing(asked)}
 
 
 def _doubt_stands(state: SupervisorState, doubt: str) -> dict[str, Any]:

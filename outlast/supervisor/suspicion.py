@@ -67,7 +67,7 @@ async def early_look(state: Mapping[str, Any], config: RunnableConfig) -> dict[s
     """The model's answer on a renewal the evidence granted: a doubt shortens it, and the
     counted renewals after it until progress, to one lease; the verdict, what it rests
     on and the renewal count stay the evidence's."""
-    from outlast.supervisor.costs import ask_configured, said
+    from outlast.supervisor.costs import ask_configured, said, standing
 
     asked = await ask_configured(state, config)
     verdict, reason, cost, seconds = asked.judged
@@ -76,7 +76,7 @@ async def early_look(state: Mapping[str, Any], config: RunnableConfig) -> dict[s
     advice: dict[str, Any] = {"verdict": verdict, "reason": reason}
     if seconds is not None:
         advice["seconds"] = seconds
-    looked = {"cost": cost, "advice": advice, **said(asked)}
+    looked = {"cost": cost, "advice": advice, **said(asked), **standing(asked)}
     ttl = float(state.get("ttl") or 30.0)
     if verdict not in DOUBTING or float(state.get("lease_for") or 0.0) <= ttl:
         return looked
