@@ -53,8 +53,8 @@ async def create_thread_run(
     if body.thread_id not in (None, thread_id):
         raise BadThreadRequest("thread_id in the body differs from the one in the path")
     latest = await ctx.store.latest_run(thread_id)
-    if latest is not None and latest.principal != ctx.principal:
-        latest = None  # another principal's thread: refused by admit(), never described
+    if latest is not None and not await ctx.runs.owners.run(latest, "read"):
+        latest = None  # a thread the caller may not use: refused on accepting, never described
     request = run_request(body, body.graph or (latest.graph if latest else None), thread_id)
     made = await ctx.runs.accept(request, key=key, placement=OnThread(body.if_busy))
     accepted(response, made.run, made.created)
@@ -67,8 +67,7 @@ async def _graph_for(ctx: AppContext, thread_id: str) -> AsyncIterator[tuple[Any
     """The graph of the thread's latest run, to read its states (a factory gets that
     run's config), the config that reads them, and that run."""
     latest = await ctx.store.latest_run(thread_id)
-    mine = latest is not None and latest.principal == ctx.principal
-    if latest is None or not mine or not await ctx.runs.admits(thread_id, "read", {}):
+    if latest is None or await ctx.runs.owners.thread(thread_id, "read") is None:
         raise RunNotFound(f"no thread {thread_id!r} (it has no runs)")
     use = Access(
         "threads.read",

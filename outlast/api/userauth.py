@@ -85,7 +85,7 @@ class UserAuthenticate:
             )
             return
         state["principal"] = user.identity
-        state["authz"] = Authz(self.auth, user)
+        state["authz"] = Authz(self.auth, user, shared=True)
         await self.app(scope, receive, send)
 
     async def _user(self, scope: Scope, receive: Receive, raw: bytes | None) -> User:

@@ -1,10 +1,10 @@
 """What a request must pass before it changes anything, whatever face it came through:
-sizes, the principal's limits and threads, and a run request completed with what the
-operator decides (the budget's defaults and caps, the model a graph will call).
+sizes, the principal's limits, and a run request completed with what the operator
+decides (the budget's defaults and caps, the model a graph will call).
 
-Checked here once, so the faces cannot drift: an idempotency key means the same, a
-principal sees the same threads, a limit refuses the same request on every face (the A2A
-face once answered a wait without the size check the others made).
+Checked here once, so the faces cannot drift: an idempotency key means the same, a limit
+refuses the same request on every face (the A2A face once answered a wait without the
+size check the others made).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from outlast.config import Settings
-from outlast.errors import LimitReached, ThreadUnavailable, TooLarge
+from outlast.errors import LimitReached, TooLarge
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.accept import RunRequest
 from outlast.runtime.budget import resolve_budget
@@ -30,16 +30,10 @@ def check_size(value: Any, max_bytes: int, what: str, limit: str) -> None:
         )
 
 
-async def admit(
-    store: Store, settings: Settings, principal: str, thread_id: str | None, key: str | None
-) -> None:
-    """Refuse a new run the principal may not start: on another principal's thread, or
-    past its runs in flight. A retried request (same idempotency key) is let through, so
-    it gets its run back even at the limit."""
-    if thread_id is not None:
-        latest = await store.latest_run(thread_id)
-        if latest is not None and latest.principal != principal:
-            raise ThreadUnavailable(f"thread_id {thread_id!r} cannot be used; choose another")
+async def admit(store: Store, settings: Settings, principal: str, key: str | None) -> None:
+    """Refuse a new run past the principal's runs in flight (whose thread it may use is
+    the owner rule's, ``service/owners.py``). A retried request (same idempotency key) is
+    let through, so it gets its run back even at the limit."""
     cap = settings.max_runs_in_flight
     if cap and await store.count_active(principal) >= cap:
         if key is not None and await store.get_run_by_key(principal, key) is not None:

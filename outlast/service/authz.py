@@ -111,6 +111,9 @@ class Authz:
 
     auth: Auth | None = None
     user: User | None = None
+    # The app has an auth.py: its handlers, not the principal, decide who shares a thread,
+    # a run, an item (service/owners.py). Also for a cron's tick, which asks no handler.
+    shared: bool = False
     # per request: what was asked already → its filter (a route and the lookups it
     # makes ask the handler once)
     _asked: dict[tuple[str, str, str], Filter | None] = field(default_factory=dict, compare=False)

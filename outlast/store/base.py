@@ -46,6 +46,7 @@ from outlast.store.records import (
     WaitSpec,
     same_request,
     system_assistant_id,
+    thread_refused,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ __all__ = [
     "WaitSpec",
     "same_request",
     "system_assistant_id",
+    "thread_refused",
 ]
 
 

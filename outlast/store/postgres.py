@@ -10,10 +10,11 @@ matters sends a ``NOTIFY`` inside its own statement, delivered at commit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
@@ -30,6 +31,7 @@ from outlast.store.base import (
     Run,
     Store,
     same_request,
+    thread_refused,
 )
 from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
@@ -59,6 +61,7 @@ from outlast.store.tx import Tx
 from outlast.store.wait_ops import WaitOps
 from outlast.vocabulary import RunStatus
 
+THREAD_REFUSED = "OL002"  # the SQLSTATE outlast_thread_refused() raises (migration 0019)
 # Arbitrary constant: serializes migrations of concurrent `serve` processes.
 _MIGRATION_LOCK = 0x6F75746C617374  # "outlast"
 
@@ -223,6 +226,7 @@ class PostgresStore(
             "max_attempts": new.max_attempts,
             "options": dumps_or_none(new.options),
             "thread_metadata": dumps(new.thread_metadata),
+            "thread_owner": new.expected_owner,
             "quiet": new.claim_for is not None,
             "thread_ttl": self.options.thread_ttl.default_minutes,
             "thread_ttl_strategy": self.options.thread_ttl.strategy,
@@ -235,6 +239,10 @@ class PostgresStore(
         if new.webhooks:  # more than the one statement or pipeline below writes
             async with self._writing() as tx:
                 return await self._insert_run(tx, new)
+        with _thread_refusal(new):
+            return await self._create_run(new)
+
+    async def _create_run(self, new: NewRun) -> tuple[Run, bool]:
         if new.claim_for is None:
             # One statement (run row, first event, NOTIFY) on an autocommit connection.
             rows = await self._fetch("insert_run", self._insert_params(new))
@@ -261,7 +269,8 @@ class PostgresStore(
     async def _insert_run(self, tx: Tx, new: NewRun) -> tuple[Run, bool]:
         # As in create_run, the insert locks the thread's row until the commit: the claim,
         # a later statement, sees every run of the thread accepted before this one.
-        rows = await tx.rows("insert_run", **self._insert_params(new))
+        with _thread_refusal(new):
+            rows = await tx.rows("insert_run", **self._insert_params(new))
         if rows:
             await insert_run_webhooks(tx, new)
             if new.claim_for is not None:
@@ -370,3 +379,15 @@ class PostgresStore(
         self.hub.publish(EVENTS, lease.run_id)
         seq: int = rows[0]["seq"]
         return seq
+
+
+@contextmanager
+def _thread_refusal(new: NewRun) -> Iterator[None]:
+    """The insert's refusal of another owner's thread (``outlast_thread_refused``, OL002:
+    the statement, and with it the transaction, wrote nothing) as ``ThreadUnavailable``."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        if exc.sqlstate == THREAD_REFUSED:
+            raise thread_refused(new.thread_id) from None
+        raise

@@ -47,6 +47,14 @@ class NewRun:
     # The metadata of the thread this run makes, when it makes one (the app's auth.py
     # stamps an owner on it); an existing thread keeps its own.
     thread_metadata: dict[str, Any] = field(default_factory=dict)
+    # The principal its thread must belong to, when the thread exists already: the run's
+    # own (None), or the owner of a thread the app's auth.py shares with it. The insert
+    # refuses any other (``ThreadUnavailable``), whatever its caller checked first.
+    thread_owner: str | None = None
+
+    @property
+    def expected_owner(self) -> str:
+        return self.principal if self.thread_owner is None else self.thread_owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +257,14 @@ def same_request(new: NewRun, existing: Run) -> Run:
             "with a different request body"
         )
     return existing
+
+
+def thread_refused(thread_id: str) -> Exception:
+    """What a run insert refused for its thread says: nothing about whose it is or what
+    it holds."""
+    from outlast.errors import ThreadUnavailable
+
+    return ThreadUnavailable(f"thread_id {thread_id!r} cannot be used; choose another")
 
 
 @dataclass(frozen=True, slots=True)

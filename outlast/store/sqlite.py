@@ -37,6 +37,7 @@ from outlast.store.base import (
     Run,
     Store,
     same_request,
+    thread_refused,
 )
 from outlast.store.cron_ops import CronOps
 from outlast.store.event_ops import EventOps
@@ -196,6 +197,7 @@ class SqliteStore(
             fingerprint=new.fingerprint,
             max_attempts=new.max_attempts,
             options=dumps_or_none(new.options),
+            thread_owner=new.expected_owner,
         )
         if rows:
             await tx.rows(
@@ -226,6 +228,8 @@ class SqliteStore(
             await tx.notify(QUEUE, new.id)
             return run_of(rows[0]), True
         found = await tx.rows("get_by_key", principal=new.principal, key=new.idempotency_key)
+        if not found:  # no replay: the insert refused the thread
+            raise thread_refused(new.thread_id)
         return same_request(new, run_of(found[0])), False
 
     def _reading(self) -> AbstractAsyncContextManager[Tx]:

@@ -176,9 +176,7 @@ class OutlastHandler(RequestHandler):
             run = await ctx.store.get_run(task_id)
         except (ValueError, OutlastError):
             run = None
-        if run is None or run.principal != ctx.principal or run.graph != graph:
-            raise TaskNotFoundError(message=f"Task {task_id} not found")
-        if not await ctx.runs.admits(run.thread_id, action, {"run_id": run.id}):
+        if run is None or run.graph != graph or not await ctx.runs.owners.run(run, action):
             raise TaskNotFoundError(message=f"Task {task_id} not found")
         return run
 

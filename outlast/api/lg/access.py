@@ -48,16 +48,9 @@ async def find_thread(
 ) -> Thread | None:
     """The caller's thread, if the app's ``threads`` handler for ``action`` (asked with
     ``value``, which it may change: the caller reads it back) lets it through: a thread
-    its filter leaves out does not exist. ``action`` None: asked already."""
-    found = await ctx.store.lg_threads(thread_id=thread_id)
-    if not found or found[0].principal != ctx.principal:
-        return None
-    if action is not None:
-        request = value if value is not None else {}
-        request.setdefault("thread_id", thread_id)
-        if not await ctx.authz.admits("threads", action, request, found[0].metadata):
-            return None
-    return found[0]
+    its filter leaves out does not exist. ``action`` None: asked already. Whose thread
+    it is, is the owner rule's (``service/owners.py``)."""
+    return await ctx.runs.owners.thread(thread_id, action, value)
 
 
 async def thread_or_404(
@@ -167,7 +160,7 @@ async def lg_run_or_404(
         raise missing from None
     lg = await ctx.store.lg_get_run(run_id)
     run = await ctx.store.get_run(lg.run_id if lg else run_id)
-    if run is None or run.principal != ctx.principal:
+    if run is None or not ctx.runs.owners.owns(run.principal):
         raise missing
     if lg is None:
         if await ctx.store.lg_runs_of_run(run.id):
@@ -175,7 +168,7 @@ async def lg_run_or_404(
         lg = native(run, system_assistant_id(run.graph))
     if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
         raise missing
-    if not await ctx.runs.admits(lg.thread_id, action, {"run_id": run_id, **(value or {})}):
+    if not await ctx.runs.owners.run(run, action, {"run_id": run_id, **(value or {})}):
         raise missing
     return await found(ctx, lg, run)
 

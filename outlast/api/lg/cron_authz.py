@@ -40,7 +40,7 @@ def tick_authz(cron: Cron, app_auth: bool) -> Authz:
     user (None without an app ``auth.py``, or for a cron made before one)."""
     if not app_auth:
         return Authz()
-    return Authz(None, user_in(cron.payload.get("config") or {}))
+    return Authz(None, user_in(cron.payload.get("config") or {}), shared=True)
 
 
 async def authorized(ctx: AppContext, cron_id: str, action: str, value: dict[str, Any]) -> Cron:

@@ -28,18 +28,26 @@ WITH ins AS (
     -- the acceptances of one thread (an eager claim relies on it)
     -- a thread made by its first run gets the metadata the app's auth.py stamped
     -- (thread_metadata) and the deployment's default TTL (thread_ttl)
+    -- the thread must be the one `thread_owner` owns (the caller's own, or one the app's
+    -- auth.py shares with it): a row of another owner is not updated, th returns nothing
+    -- for it, and the SELECT below fails the whole statement (OL002, no run written).
+    -- A row made between this statement's snapshot and its upsert is caught the same way.
     INSERT INTO outlast_threads (thread_id, principal, metadata, ttl_minutes, ttl_strategy)
     SELECT thread_id, principal, %(thread_metadata)s::jsonb, %(thread_ttl)s::float8,
            %(thread_ttl_strategy)s
     FROM ins
     ON CONFLICT (thread_id) DO UPDATE SET updated_at = clock_timestamp()
+        WHERE outlast_threads.principal = %(thread_owner)s
+    RETURNING thread_id
 )
 -- quiet: the accepting worker claims it in this transaction (claim with `id`), which announces
 -- it to the queue only if it stays queued.
 SELECT ins.*,
        CASE WHEN NOT %(quiet)s THEN pg_notify('outlast_queue', ins.id::text) END AS notified,
        CASE WHEN ins.thread_id IS NOT NULL
-            THEN pg_notify('outlast_threads', ins.thread_id) END AS thread_noted
+            THEN pg_notify('outlast_threads', ins.thread_id) END AS thread_noted,
+       CASE WHEN ins.thread_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM th)
+            THEN outlast_thread_refused(ins.thread_id) END AS thread_refused
 FROM ins;
 
 -- name: get_by_key

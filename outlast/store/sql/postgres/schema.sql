@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0018_append_token
+-- Up to migration: 0019_thread_owner
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -160,6 +160,15 @@ BEGIN
         RAISE EXCEPTION 'run %: lease epoch % is no longer held by %', p_run, p_epoch, p_worker
             USING ERRCODE = 'OL001';
     END IF;
+END
+$$;
+
+-- 0019: a run is never attached to another owner's thread: the run insert calls this when
+-- the thread row names another principal than the one it expects (SQLSTATE OL002).
+CREATE FUNCTION outlast_thread_refused(p_thread text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'thread % belongs to another owner', p_thread USING ERRCODE = 'OL002';
 END
 $$;
 

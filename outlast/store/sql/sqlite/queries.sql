@@ -4,14 +4,19 @@
 -- Database time: (SELECT now FROM outlast_clock), unix seconds in ms (0014_clock.sql).
 
 -- name: insert_run
--- Accept a run: its row, or nothing if its idempotency key exists.
+-- Accept a run: its row, or nothing if its idempotency key exists or its thread belongs to
+-- another owner than `thread_owner` (the caller's own, or one the app's auth.py shares with
+-- it): the statement refuses, whatever its caller checked first. One writer at a time, so
+-- no thread row can appear between this check and touch_thread in the same transaction.
 INSERT INTO outlast_runs (id, principal, thread_id, graph, status, input, config, metadata,
                           budget, idempotency_key, fingerprint, max_attempts, last_seq,
                           created_at, updated_at, options)
-VALUES (:id, :principal, :thread_id, :graph, 'queued', :input, :config, :metadata, :budget,
-        :idempotency_key, :fingerprint, :max_attempts, 1,
-        (SELECT now FROM outlast_clock), (SELECT now FROM outlast_clock),
-        :options)
+SELECT :id, :principal, :thread_id, :graph, 'queued', :input, :config, :metadata, :budget,
+       :idempotency_key, :fingerprint, :max_attempts, 1,
+       (SELECT now FROM outlast_clock), (SELECT now FROM outlast_clock),
+       :options
+WHERE NOT EXISTS (SELECT 1 FROM outlast_threads
+                  WHERE thread_id = :thread_id AND principal <> :thread_owner)
 ON CONFLICT (principal, idempotency_key) DO NOTHING
 RETURNING *;
 
