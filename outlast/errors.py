@@ -8,6 +8,7 @@ LangGraph face.
 
 from __future__ import annotations
 
+import enum
 from typing import ClassVar
 
 
@@ -17,6 +18,24 @@ class OutlastError(Exception):
     retryable: ClassVar[bool] = False
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Internal error"
+
+
+class Fault(enum.Enum):
+    """What an error means to a client, for faces without HTTP statuses (A2A's and MCP's
+    JSON-RPC errors), decided here once so no face says "not found" for an outage."""
+
+    RETRY = "retry"  # the same call may succeed later (an outage, a limit)
+    NOT_FOUND = "not_found"  # nothing of that id exists for the caller
+    INVALID = "invalid"  # the caller's request, refused as it is
+    INTERNAL = "internal"  # outlast's own failure
+
+
+def fault_of(exc: OutlastError) -> Fault:
+    if exc.retryable:
+        return Fault.RETRY
+    if exc.status == 404:
+        return Fault.NOT_FOUND
+    return Fault.INVALID if exc.status < 500 else Fault.INTERNAL
 
 
 class RunNotFound(OutlastError):

@@ -23,8 +23,9 @@ from mcp.shared.exceptions import MCPError
 
 from outlast.store import Store
 from tests.a2a_client import Agent, message
-from tests.harness import ALICE, BOB, KEYS, Server, auth, make_settings, serve
+from tests.harness import ALICE, BOB, KEYS, Server, auth, eventually, make_settings, serve
 from tests.mcp_client import connect
+from tests.util import cron_runs
 
 SECRET = "alice-secret"
 
@@ -126,3 +127,72 @@ async def test_the_langgraph_face_says_the_thread_does_not_exist(
         assert waited.status_code == 404, waited.text
         no_secret(waited.text)
         await untouched(srv, store, thread_id)
+
+
+async def threads_made_every_way(srv: Server, store: Store) -> dict[str, str]:
+    """One thread of alice's for each way a thread comes to be, by its way."""
+    c, alice = srv.client, auth(ALICE)
+    made: dict[str, str] = {"created": await alices_thread(srv)}
+    steps = {"updates": [{"values": {"topic": SECRET}, "as_node": "think"}]}
+    body = {"metadata": {"graph_id": "lg_hitl"}, "supersteps": [steps]}
+    made["supersteps"] = (await c.post("/threads", json=body, headers=alice)).json()["thread_id"]
+    copied = await c.post(f"/threads/{made['created']}/copy", headers=alice)
+    made["copy"] = copied.json()["thread_id"]
+    run = await c.post("/v1/runs", json={"graph": "steps", "input": {}}, headers=alice)
+    made["v1 run"] = run.json()["thread_id"]
+    async with httpx.AsyncClient(timeout=60, headers=alice) as http:
+        sent = message(new_data_part({}))
+        task = await Agent(http, srv.url).send("steps", sent, return_immediately=True)
+        made["a2a context"] = task.context_id
+    async with connect(srv.url, ALICE) as peer:
+        task_id = await peer.call_as_task("lg_slow", {})
+    mcp_run = await store.get_run(task_id)
+    assert mcp_run is not None
+    made["mcp call"] = mcp_run.thread_id
+    cron = {"assistant_id": "steps", "schedule": "* * * * * *", "input": {}}
+    made_cron = await c.post("/runs/crons", json=cron, headers=alice)
+    assert made_cron.status_code == 200, made_cron.text
+    cron_id = made_cron.json()["cron_id"]
+
+    async def ticked() -> str | None:
+        runs = await cron_runs(store, cron_id, "alice")
+        return runs[0][1].thread_id if runs else None
+
+    made["cron tick"] = await eventually(ticked, what="the cron's first tick")
+    await c.delete(f"/runs/crons/{cron_id}", headers=alice)
+    return made
+
+
+async def test_a_thread_made_any_way_is_its_makers_on_every_face(
+    store: Store, tmp_path: Path
+) -> None:
+    async with two_tenants(store, tmp_path) as srv:
+        made = await threads_made_every_way(srv, store)
+        rows = {way: await store.lg_threads(thread_id=t) for way, t in made.items()}
+        assert {way: [r.principal for r in found] for way, found in rows.items()} == {
+            way: ["alice"] for way in made
+        }
+        before = {way: await store.latest_run(t) for way, t in made.items()}
+        async with (
+            httpx.AsyncClient(timeout=60, headers=auth(BOB)) as bobs,
+            connect(srv.url, BOB) as peer,
+        ):
+            for way, thread_id in made.items():
+                body = {"graph": "steps", "thread_id": thread_id, "input": {}}
+                v1 = await srv.client.post("/v1/runs", json=body, headers=auth(BOB))
+                assert v1.status_code == 422, (way, v1.text)
+                sent = message(new_data_part({}))
+                sent.context_id = thread_id
+                with pytest.raises(InvalidParamsError, match="cannot be used"):
+                    await Agent(bobs, srv.url).send("steps", sent)
+                meta: Any = {"outlast/thread_id": thread_id}
+                with pytest.raises(MCPError, match="cannot be used"):
+                    await peer.session.call_tool("lg_hitl", {"topic": "x"}, meta=meta)
+                lg = await srv.client.post(
+                    f"/threads/{thread_id}/runs", json={"assistant_id": "steps"}, headers=auth(BOB)
+                )
+                assert lg.status_code == 404, (way, lg.text)
+        after = {way: await store.latest_run(t) for way, t in made.items()}
+        assert {w: r and r.id for w, r in after.items()} == {
+            w: r and r.id for w, r in before.items()
+        }

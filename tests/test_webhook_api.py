@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -186,14 +187,25 @@ async def test_redirects_are_not_followed_and_answers_not_read_past_a_limit(
 
 
 async def test_a_name_that_resolves_to_loopback_is_refused_at_send_time(
-    store: Store, tmp_path: Path
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # "localhost" is a name, not an address: accepted when subscribed, and refused when
-    # the attempt resolves it (as a name whose DNS answer changed would be)
+    # A name is not resolved when subscribed: one whose DNS answer is loopback (here a
+    # stand-in resolver's, as a rebinding name's changed answer would be) is accepted
+    # then, and refused when the attempt resolves it. ("localhost" is refused when
+    # subscribed: it is this machine whatever DNS says.)
+    loop = asyncio.get_running_loop()
+    real = loop.getaddrinfo
+
+    async def rebound(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "rebound.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        return await real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "getaddrinfo", rebound)
     settings = _settings(tmp_path, webhook_allow_private=False, webhook_retry_period=0.2)
     async with serve(store, settings) as srv:
         made = await srv.client.post(
-            "/v1/webhooks", json={"url": "https://localhost:1/h", "events": ["run.completed"]}
+            "/v1/webhooks", json={"url": "https://rebound.test:1/h", "events": ["run.completed"]}
         )
         assert made.status_code == 201, made.text
         await srv.client.post("/v1/runs", json={"input": {"n": 1}})

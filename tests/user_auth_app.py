@@ -75,3 +75,29 @@ async def own_namespace(ctx: Auth.types.AuthContext, value: Any) -> None:
     namespace = tuple(value.get("namespace") or ())
     if not namespace or namespace[0] != ctx.user.identity:
         value["namespace"] = (ctx.user.identity, *namespace)
+
+
+# The isolation matrix's auth.py (tests/test_isolation_matrix.py): the same users, with
+# ownership the only rule. No permission lets one user do what another cannot, so
+# whatever bob is refused on alice's things, it is ownership that refused it.
+owners = Auth()
+owners.authenticate(authenticate)
+
+
+@owners.on
+async def stamped_and_owned(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
+    metadata = value.setdefault("metadata", {})
+    if isinstance(metadata, dict):
+        metadata["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+
+
+@owners.on.store
+async def own_namespace_only(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """A namespace is its first label's user's; a search or listing without one is the
+    caller's own."""
+    namespace = tuple(value.get("namespace") or ())
+    if not namespace:
+        value["namespace"] = (ctx.user.identity,)
+    elif namespace[0] != ctx.user.identity:
+        raise Auth.exceptions.HTTPException(status_code=403, detail="not your namespace")

@@ -55,6 +55,7 @@ class OutlastAPI(FastAPI):
     limiter: RateLimiter = RateLimiter(0)
     box: SecretBox | None = None  # stream tokens (api/stream_tokens.py)
     user_auth: Auth | None = None  # langgraph.json's auth.path: replaces the keys
+    auth_deny: bool = False  # OUTLAST_AUTH_DEFAULT=deny: what no handler covers is refused
 
     cors_origins: tuple[str, ...] = ("*",)
     serving: Serving = Serving()  # langgraph.json's http section (api/serving.py)
@@ -66,7 +67,9 @@ class OutlastAPI(FastAPI):
         def authenticate(app: ASGIApp) -> ASGIApp:
             # the app's auth.py when langgraph.json names one, else outlast's API keys
             if self.user_auth is not None:
-                return UserAuthenticate(app, self.user_auth, self.limiter, self._routes)
+                return UserAuthenticate(
+                    app, self.user_auth, self.limiter, self._routes, deny_uncovered=self.auth_deny
+                )
             return Authenticate(app, self.keys, self.limiter, self.box)
 
         routes = self.router.routes
@@ -107,6 +110,12 @@ def create_app(
         max_body_size=settings.max_body_bytes,
     )
     app.user_auth = user_auth(settings)
+    app.auth_deny = settings.auth_default == "deny"
+    if app.user_auth is not None:
+        # here, not in user_auth(): `outlast serve` imports the Auth once more to check it
+        gaps = authz.coverage_warning(app.user_auth, app.auth_deny)
+        if gaps is not None:
+            log.warning("%s", gaps)
     app.serving = serving
     app.keys = KeyRing.load(settings.api_keys, settings.api_keys_file)
     app.limiter = RateLimiter(settings.rate_limit)

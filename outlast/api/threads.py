@@ -22,7 +22,7 @@ from outlast.errors import OutlastError, RunNotFound
 from outlast.graph.factories import Access
 from outlast.jsonable import to_jsonable
 from outlast.runtime.outcomes import run_config
-from outlast.service.authz import configurable_of
+from outlast.service.authz import Uncovered, configurable_of
 from outlast.service.placement import OnThread
 from outlast.store import Run
 from outlast.store.items import for_principal
@@ -53,13 +53,23 @@ async def create_thread_run(
     if body.thread_id not in (None, thread_id):
         raise BadThreadRequest("thread_id in the body differs from the one in the path")
     latest = await ctx.store.latest_run(thread_id)
-    if latest is not None and not await ctx.runs.owners.run(latest, "read"):
+    if latest is not None and not await _graph_readable(ctx, latest):
         latest = None  # a thread the caller may not use: refused on accepting, never described
     request = run_request(body, body.graph or (latest.graph if latest else None), thread_id)
     made = await ctx.runs.accept(request, key=key, placement=OnThread(body.if_busy))
     accepted(response, made.run, made.created)
     run = made.run
     return await snapshot(ctx, run)
+
+
+async def _graph_readable(ctx: AppContext, latest: Run) -> bool:
+    """Whether the thread's latest run may lend its graph to the new run. An uncovered
+    ``threads.read`` under ``OUTLAST_AUTH_DEFAULT=deny`` does not refuse the run: the
+    client asked for ``threads.create_run``, which its acceptance asks."""
+    try:
+        return await ctx.runs.owners.run(latest, "read")
+    except Uncovered:
+        return True
 
 
 @contextlib.asynccontextmanager
@@ -72,7 +82,7 @@ async def _graph_for(ctx: AppContext, thread_id: str) -> AsyncIterator[tuple[Any
     use = Access(
         "threads.read",
         ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal),
+        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
         _reader(dict(run_config(latest)), ctx),
         ctx.principal,
     )

@@ -45,9 +45,18 @@ Routes = Callable[[], list[Any]]
 class UserAuthenticate:
     """Runs the app's authenticate handler; sets the principal and the ``Authz``."""
 
-    def __init__(self, app: ASGIApp, auth: Auth, limiter: RateLimiter, routes: Routes) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: Auth,
+        limiter: RateLimiter,
+        routes: Routes,
+        *,
+        deny_uncovered: bool = False,
+    ) -> None:
         self.app = app
         self.auth = auth
+        self.deny_uncovered = deny_uncovered  # OUTLAST_AUTH_DEFAULT=deny
         self.limiter = limiter
         self.routes = routes  # the app's routes, for path_params
         handler = auth._authenticate_handler
@@ -85,7 +94,7 @@ class UserAuthenticate:
             )
             return
         state["principal"] = user.identity
-        state["authz"] = Authz(self.auth, user, shared=True)
+        state["authz"] = Authz(self.auth, user, shared=True, deny_uncovered=self.deny_uncovered)
         await self.app(scope, receive, send)
 
     async def _user(self, scope: Scope, receive: Receive, raw: bytes | None) -> User:

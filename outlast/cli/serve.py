@@ -139,6 +139,8 @@ def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker:
     console.print(f"  store: {describe(settings)}")
     if isinstance(keys, str):
         console.print(f"  auth:  the app's {keys} (langgraph.json auth.path)")
+        if settings.auth_default == "deny":
+            console.print("         actions no @auth.on handler covers: refused (403)")
     elif keys.enabled:
         console.print(f"  auth:  API keys for {len(set(keys.principals.values()))} principal(s)")
     else:

@@ -218,6 +218,12 @@ class Settings(_supervisor.SupervisorSettings):
     insecure_no_auth: bool = Field(
         default=False, description="allow listening beyond loopback without API keys"
     )
+    auth_default: Literal["allow", "deny"] = Field(
+        default="allow",
+        description="what the app's auth.py does with an action no @auth.on handler covers: "
+        "`allow` it, as LangGraph's server does, or `deny` it (403); the uncovered actions "
+        "are listed at start",
+    )
     max_input_bytes: int = Field(
         default=256_000, ge=64, description="a larger run input is refused (413)"
     )

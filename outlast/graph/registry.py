@@ -51,11 +51,16 @@ class GraphRegistry:
     that fails to load is remembered with its error: it is reported, its uses fail with
     that error, and the other graphs serve on."""
 
-    def __init__(self, targets: dict[str, str], base_dir: Path | None = None) -> None:
+    def __init__(
+        self, targets: dict[str, str], base_dir: Path | None = None, *, app_auth: bool = False
+    ) -> None:
         if not targets:
             raise GraphLoadError("no graphs configured")
         self._targets = dict(targets)
         self._base = base_dir or Path.cwd()
+        # langgraph.json names an auth.py: its handlers, not the principal, decide who
+        # shares what (a run's store items are the app's one tree, store/items.py)
+        self.app_auth = app_auth
         self._loaded: dict[str, Static | Factory] = {}
         self._errors: dict[str, GraphLoadError] = {}
 
@@ -73,7 +78,8 @@ class GraphRegistry:
         for option in extra:
             name, target = parse_graph_option(option)
             targets[name] = target
-        return cls(targets or dict(BUILTIN), base)
+        app_auth = manifest.auth is not None and bool(manifest.auth.path)
+        return cls(targets or dict(BUILTIN), base, app_auth=app_auth)
 
     @property
     def names(self) -> list[str]:

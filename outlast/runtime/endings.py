@@ -181,7 +181,7 @@ class Endings:
             # through the run's own checkpointer: fenced by its lease on Postgres
             saver = self.store.checkpointer(self.lease)
             run = self.run
-            items = for_principal(self.store.items, run.principal)
+            items = for_principal(self.store.items, run.principal, shared=self.registry.app_auth)
             use = Access("threads.update", saver, items, run_config(run), run.principal)
             async with self.registry.open(run.graph, use) as graph:
                 await undo_run(graph, saver, run.thread_id, run.id)

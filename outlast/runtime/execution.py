@@ -281,7 +281,7 @@ class Execution:
         use = Access(
             "threads.create_run",
             self.store.checkpointer(self.lease, sink),
-            for_principal(self.store.items, run.principal),
+            for_principal(self.store.items, run.principal, shared=self.registry.app_auth),
             run_config(run),
             run.principal,
             RunOptions.of(run).context,

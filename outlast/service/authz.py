@@ -3,8 +3,9 @@
 ``langgraph.json``'s ``auth.path`` names a ``langgraph_sdk.auth.Auth``. Its
 ``@auth.authenticate`` handler says who calls (``api/userauth.py`` runs it on every
 request, in place of outlast's API keys); the identity it returns is the caller's
-principal, so outlast's own scoping (a principal's runs, threads, items) holds as it
-does with keys. Its ``@auth.on`` handlers are asked here, once per operation, by every
+principal, and owns what the caller makes, but who else may touch it is the handlers'
+decision, as on LangGraph's server (``shared``; ``service/owners.py``). Its ``@auth.on``
+handlers are asked here, once per operation, by every
 face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A,
 MCP; assistants in ``api/lg/assistant_authz.py``, crons in ``api/lg/cron_authz.py``):
 ``None``/``True`` allows, ``False`` refuses (``403``), a dict is a filter on the
@@ -97,7 +98,8 @@ def _contains(have: Any, want: Any) -> bool:
 
 
 def handler_for(auth: Auth, resource: str, action: str) -> Any:
-    """The most specific handler, as LangGraph's server picks it (None: allowed)."""
+    """The most specific handler, as LangGraph's server picks it (None: no handler covers
+    the action: allowed, or refused under ``OUTLAST_AUTH_DEFAULT=deny``)."""
     for key in ((resource, action), (resource, "*"), ("*", action)):
         if key in auth._handlers:
             return auth._handlers[key][-1]
@@ -114,6 +116,9 @@ class Authz:
     # The app has an auth.py: its handlers, not the principal, decide who shares a thread,
     # a run, an item (service/owners.py). Also for a cron's tick, which asks no handler.
     shared: bool = False
+    # OUTLAST_AUTH_DEFAULT=deny: what no handler covers is refused, not allowed as on
+    # LangGraph's server.
+    deny_uncovered: bool = False
     # per request: what was asked already → its filter (a route and the lookups it
     # makes ask the handler once)
     _asked: dict[tuple[str, str, str], Filter | None] = field(default_factory=dict, compare=False)
@@ -124,11 +129,14 @@ class Authz:
 
     async def check(self, resource: str, action: str, value: dict[str, Any]) -> Filter | None:
         """Ask the handler for ``resource``/``action`` about ``value`` (which it may
-        change in place): its filter, or None; ``Forbidden`` on ``False``."""
+        change in place): its filter, or None; ``Forbidden`` on ``False``, and
+        ``Uncovered`` (a ``Forbidden``) for an action no handler covers under deny."""
         if self.auth is None or self.user is None:
             return None
         handler = handler_for(self.auth, resource, action)
         if handler is None:
+            if self.deny_uncovered:
+                raise Uncovered(f"{resource}.{action}: {DENIED}")
             return None
         ctx = AuthContext(
             permissions=self.user.permissions,
@@ -142,6 +150,10 @@ class Authz:
                 result = await result
         except HTTPException as exc:
             raise refused(exc) from None
+        except AssertionError as exc:
+            # LangGraph's server answers a failed assertion in a handler with 403 and its
+            # message; its tutorials write rules that way (`assert ns[0] == identity, …`)
+            raise Forbidden(str(exc) or f"{resource}.{action} is not allowed") from None
         if result is False:
             raise Forbidden(f"{resource}.{action} is not allowed for {self.user.identity}")
         return dict(result) if isinstance(result, Mapping) and result else None
@@ -164,3 +176,57 @@ class Authz:
 
 NOBODY = Authz()
 __all__ = ["NOBODY", "Authz", "User", "configurable_of", "matches", "user_in", "user_of"]
+
+
+# -- coverage: what no handler answers -------------------------------------------------
+
+DENIED = "no @auth.on handler covers it, and OUTLAST_AUTH_DEFAULT=deny refuses what none covers"
+
+
+class Uncovered(Forbidden):
+    """An action no handler covers, refused under ``OUTLAST_AUTH_DEFAULT=deny``. Deny is
+    about what a client does: code that asks a handler for its own purposes (a lookup the
+    client's action does not depend on) catches it."""
+
+
+# Every (resource, action) langgraph_sdk's ``Auth.on`` registers a handler for: what
+# LangGraph's server checks an Auth's coverage against at start, so both name the same
+# gaps (tests/test_auth_coverage.py holds this to the SDK's own namespaces).
+ACTIONS: tuple[tuple[str, str], ...] = tuple(
+    (resource, action)
+    for resource, actions in (
+        ("assistants", ("create", "read", "update", "delete", "search")),
+        ("threads", ("create", "read", "update", "delete", "search", "create_run")),
+        ("crons", ("create", "read", "update", "delete", "search")),
+        ("store", ("put", "get", "search", "list_namespaces", "delete")),
+    )
+    for action in actions
+)
+
+
+def uncovered(auth: Auth) -> list[tuple[str, str]]:
+    """The (resource, action) pairs no handler of ``auth`` answers, by ``handler_for``'s
+    precedence (the pair's, the resource's, the action's on any resource, the global
+    one), sorted."""
+    return sorted(pair for pair in ACTIONS if handler_for(auth, *pair) is None)
+
+
+def coverage_warning(auth: Auth, deny: bool) -> str | None:
+    """What the server logs at start about ``auth`` (None: every action is covered).
+    Unlike LangGraph's server, an Auth with no ``@auth.on`` handler at all is reported
+    too: under an ``auth.py`` the handlers, not the identity, decide who sees a thread."""
+    missing = uncovered(auth)
+    if not missing:
+        return None
+    names = ", ".join(f"{resource}.{action}" for resource, action in missing)
+    said = (
+        f"the app's auth.py has no @auth.on handler for {len(missing)} of {len(ACTIONS)} "
+        f"actions: {names}. "
+    )
+    if deny:
+        return said + "OUTLAST_AUTH_DEFAULT=deny refuses them (403)."
+    return said + (
+        "They are allowed for every authenticated caller, unfiltered, as on LangGraph's "
+        "server: a global @auth.on handler covers them all, OUTLAST_AUTH_DEFAULT=deny "
+        "refuses them."
+    )

@@ -41,6 +41,13 @@ class Owners:
     principal: str
     authz: Authz
 
+    @property
+    def scope(self) -> str | None:
+        """The principal a lookup or a listing of threads, runs, assistants or crons is
+        limited to: the caller; under ``auth.py``, None (every principal's, and the
+        handlers filter)."""
+        return None if self.authz.shared else self.principal
+
     def owns(self, owner: str) -> bool:
         """Whether a record ``owner`` made is the caller's to see (under ``auth.py``,
         the handlers decide instead: every record passes here)."""

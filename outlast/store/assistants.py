@@ -108,7 +108,9 @@ class AssistantOps(TxProvider):
                     return _assistant(tx, mine[0]), False
         raise AssistantExists(f"Assistant {assistant_id} already exists")
 
-    async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None:
+    async def get_assistant(
+        self, assistant_id: str, principal: str | None = ""
+    ) -> Assistant | None:
         async with self._reading() as tx:
             rows = await tx.rows("a_get", assistant_id=assistant_id, principal=principal)
             return _assistant(tx, rows[0]) if rows else None
@@ -116,7 +118,7 @@ class AssistantOps(TxProvider):
     async def search_assistants(
         self,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: Mapping[str, Any] | None = None,
         graph_id: str | None = None,
         name: str | None = None,
@@ -147,7 +149,7 @@ class AssistantOps(TxProvider):
     async def count_assistants(
         self,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: Mapping[str, Any] | None = None,
         graph_id: str | None = None,
         name: str | None = None,
@@ -159,7 +161,7 @@ class AssistantOps(TxProvider):
             return int(rows[0]["n"])
 
     async def update_assistant(
-        self, assistant_id: str, changes: Mapping[str, Any], *, principal: str = ""
+        self, assistant_id: str, changes: Mapping[str, Any], *, principal: str | None = ""
     ) -> Assistant:
         """A new version from ``changes`` (keys of UPDATABLE; absent keys keep their
         value, ``metadata`` is merged), made current; AssistantNotFound if the principal
@@ -188,7 +190,7 @@ class AssistantOps(TxProvider):
             await tx.rows("a_snapshot_version", assistant_id=assistant_id)
             return _assistant(tx, rows[0])
 
-    async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None:
+    async def delete_assistant(self, assistant_id: str, *, principal: str | None = "") -> None:
         """Delete the assistant and its versions (the foreign key cascades)."""
         async with self._writing() as tx:
             if not await tx.rows("a_delete", assistant_id=assistant_id, principal=principal):
@@ -198,7 +200,7 @@ class AssistantOps(TxProvider):
         self,
         assistant_id: str,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
@@ -219,7 +221,7 @@ class AssistantOps(TxProvider):
             return [_assistant(tx, r) for r in rows]
 
     async def set_latest_assistant_version(
-        self, assistant_id: str, version: int, *, principal: str = ""
+        self, assistant_id: str, version: int, *, principal: str | None = ""
     ) -> Assistant:
         """Make a stored version current again (its fields copied back; no new
         version); AssistantNotFound for an unknown assistant or version."""

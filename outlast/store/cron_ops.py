@@ -97,13 +97,13 @@ class CronOps(TxProvider):
             await tx.notify(CRONS, cron.cron_id)
             return _cron(tx, rows[0])
 
-    async def get_cron(self, cron_id: str, principal: str = "") -> Cron | None:
+    async def get_cron(self, cron_id: str, principal: str | None = "") -> Cron | None:
         async with self._reading() as tx:
             rows = await tx.rows("cron_get", cron_id=cron_id, principal=principal)
             return _cron(tx, rows[0]) if rows else None
 
     async def update_cron(
-        self, cron_id: str, changes: Mapping[str, Any], principal: str = ""
+        self, cron_id: str, changes: Mapping[str, Any], principal: str | None = ""
     ) -> Cron:
         unknown = set(changes) - UPDATABLE
         if unknown:
@@ -144,7 +144,7 @@ class CronOps(TxProvider):
             await tx.notify(CRONS, cron_id)
             return _cron(tx, rows[0])
 
-    async def delete_cron(self, cron_id: str, principal: str = "") -> None:
+    async def delete_cron(self, cron_id: str, principal: str | None = "") -> None:
         async with self._writing() as tx:
             if not await tx.rows("cron_delete", cron_id=cron_id, principal=principal):
                 raise CronNotFound(f"Cron {cron_id} not found")

@@ -38,9 +38,11 @@ class NewCron:
 @dataclass(frozen=True, slots=True)
 class CronQuery:
     """Which of a principal's crons a search or a count means: every given field must
-    match; ``metadata`` matches when every given key has exactly the given value."""
+    match; ``metadata`` matches when every given key has exactly the given value.
+    ``principal`` None: every principal's (an app's auth.py shares them; its handlers
+    filter)."""
 
-    principal: str = ""
+    principal: str | None = ""
     assistant_id: str | None = None
     thread_id: str | None = None
     enabled: bool | None = None

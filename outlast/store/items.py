@@ -8,7 +8,8 @@ tree of its own. ``PrincipalStore`` puts a hidden first label derived from the p
 in front of every namespace it is handed and takes it off everything it returns, so a
 principal cannot name, list or search another's items. The API hands it to each request
 and the worker to each run's graph (``for_principal``): a node's ``store`` sees the same
-items as its run's principal does through ``/store``.
+items as its run's principal does through ``/store``. Where an app's ``auth.py`` decides
+who shares what, the whole app has one tree (``shared``), as on LangGraph's server.
 """
 
 from __future__ import annotations
@@ -185,6 +186,10 @@ def _utc(when: dt.datetime) -> dt.datetime:
     return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
 
 
-def for_principal(items: BaseStore, principal: str) -> BaseStore:
-    """The store a request or a run of ``principal`` sees."""
-    return PrincipalStore(items, principal)
+def for_principal(items: BaseStore, principal: str, *, shared: bool = False) -> BaseStore:
+    """The store a request or a run of ``principal`` sees: its own tree; or, where an
+    app's ``auth.py`` decides (``shared``), the app's one tree, as on LangGraph's server,
+    where the ``@auth.on.store`` handlers say who reads and writes which namespace (an
+    admin reading every user's, say). That tree is the one the empty principal has
+    without keys, so a deployment that adds an ``auth.py`` keeps what it stored."""
+    return PrincipalStore(items, "" if shared else principal)

@@ -30,7 +30,7 @@ class RunReadOps(TxProvider):
         status: RunStatus | None,
         limit: int,
         before: ListCursor | None,
-        principal: str = "",
+        principal: str | None = "",
     ) -> list[Run]:
         async with self._reading() as tx:
             rows = await tx.rows(

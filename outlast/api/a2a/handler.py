@@ -30,6 +30,7 @@ from a2a.types import (
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    InternalError,
     InvalidParamsError,
     ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse,
@@ -46,6 +47,7 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     UnsupportedOperationError,
 )
+from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
@@ -54,7 +56,7 @@ from outlast.api.a2a.tasks import FINAL, INTERRUPTED, task_of
 from outlast.api.context import AppContext
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.errors import OutlastError, WaitNotOpen
+from outlast.errors import Fault, LimitReached, OutlastError, WaitNotOpen, fault_of
 from outlast.store import Run, Wait
 from outlast.store.hub import STATUS, wait_for
 
@@ -76,8 +78,11 @@ class OutlastHandler(RequestHandler):
     ) -> ListTasksResponse:
         ctx = _ctx(context)
         thread = params.context_id or None
+        # a context is a thread, which an app's auth.py may share; without one, the
+        # caller's own tasks
+        who = ctx.runs.owners.scope if thread else ctx.principal
         runs = await ctx.store.list_runs(
-            thread_id=thread, status=None, limit=50, before=None, principal=ctx.principal
+            thread_id=thread, status=None, limit=50, before=None, principal=who
         )
         mine = [
             r
@@ -173,9 +178,12 @@ class OutlastHandler(RequestHandler):
         on a context the app's ``threads`` handler filters out for ``action``)."""
         try:
             uuid.UUID(task_id)
+        except ValueError:
+            raise TaskNotFoundError(message=f"Task {task_id} not found") from None
+        try:
             run = await ctx.store.get_run(task_id)
-        except (ValueError, OutlastError):
-            run = None
+        except OutlastError as exc:  # an outage is no "not found"
+            raise refusal(exc) from None
         if run is None or run.graph != graph or not await ctx.runs.owners.run(run, action):
             raise TaskNotFoundError(message=f"Task {task_id} not found")
         return run
@@ -201,7 +209,7 @@ class OutlastHandler(RequestHandler):
                 run_request(body, graph, body.thread_id), key=f"a2a:{message.message_id}"
             )
         except OutlastError as exc:
-            raise InvalidParamsError(message=f"{exc.title}: {exc}") from None
+            raise refusal(exc) from None
         return made.run
 
     async def _answer(self, ctx: AppContext, message: Message, graph: str) -> Run:
@@ -233,9 +241,24 @@ class OutlastHandler(RequestHandler):
             )
         except WaitNotOpen as exc:
             raise UnsupportedOperationError(message=str(exc)) from None
-        except OutlastError as exc:  # the answer's size or shape
-            raise InvalidParamsError(message=f"{exc.title}: {exc}") from None
+        except OutlastError as exc:  # the answer's size or shape, or an outage
+            raise refusal(exc) from None
         return run
+
+
+def refusal(exc: OutlastError) -> A2AError:
+    """The run service's refusal in A2A's words (the one rule, ``errors.fault_of``): an
+    outage or a limit is an internal error whose data says the call may be retried."""
+    message = f"{exc.title}: {exc}"
+    fault = fault_of(exc)
+    if fault is Fault.RETRY:
+        data: dict[str, Any] = {"retryable": True, "status": exc.status}
+        if isinstance(exc, LimitReached):
+            data["retry_after"] = exc.retry_after
+        return InternalError(message=message, data=data)
+    if fault is Fault.NOT_FOUND:
+        return TaskNotFoundError(message=message)
+    return InvalidParamsError(message=message) if fault is Fault.INVALID else InternalError(message)
 
 
 def _ctx(context: ServerCallContext) -> AppContext:

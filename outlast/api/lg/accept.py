@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg import webhook
+from outlast.api.lg import assistant_authz, webhook
 from outlast.api.lg.access import (
     BadRequest,
     Conflict,
@@ -94,9 +94,9 @@ async def start(
 async def checked(ctx: AppContext, body: RunCreate) -> Assistant:
     """What a run request must pass whatever thread it goes to, refused as its acceptance
     refuses it: its stream modes, ``configurable`` or ``context`` (not both), its
-    assistant, the size of its input, the config merged with the assistant's, the
-    ``webhook`` URL. A cron
-    checks so the request its runs will be made from when it is made (api/lg/crons.py)."""
+    assistant (``assistants.read`` must let the caller see it), the size of its input,
+    the config merged with the assistant's, the ``webhook`` URL. A cron checks so the
+    request its runs will be made from when it is made (api/lg/crons.py)."""
     _modes(body)
     config = dict(body.config or {})
     configurable = dict(config.get("configurable") or {})
@@ -105,6 +105,7 @@ async def checked(ctx: AppContext, body: RunCreate) -> Assistant:
             "Cannot specify both configurable and context. Prefer setting context alone."
         )
     assistant = await resolve_assistant(ctx, body.assistant_id)
+    await assistant_authz.runnable(ctx, assistant, body.assistant_id)
     check_size(body.input, ctx.settings.max_input_bytes, "input", "max_input_bytes")
     _request(body, assistant, config, configurable, {}, None)  # the merged config's checks
     if body.webhook:

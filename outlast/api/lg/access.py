@@ -94,7 +94,7 @@ async def thread_graph(
     use = Access(
         context,
         ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal),
+        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
         {"configurable": configurable},
         ctx.principal,
     )

@@ -8,9 +8,13 @@ does not exist for the caller (404, absent from a search and a count).
 System assistants are filtered too, against their ``{"created_by": "system"}``, as
 LangGraph's server filters the assistants it made for each graph: handlers narrow what a
 caller sees and never widen it. An app whose filter is an owner's and that still wants
-the graphs listed answers ``assistants.read``/``search`` without a filter. A run names
-its assistant without ``assistants.read`` (``resolve_assistant``): the run is
-``threads.create_run``'s to allow.
+the graphs listed answers ``assistants.read``/``search`` without a filter.
+
+A run on one of the caller's assistants takes ``assistants.read`` as well as
+``threads.create_run`` (``runnable``), as on LangGraph's fixed server: before
+GHSA-jfj5-wrj9-63x4 an assistant that ``assistants.search`` listed could be run by a
+caller ``read`` refused. A run that names a graph (its system assistant) is
+``threads.create_run``'s alone to allow, as there.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any
 
 from outlast.api.context import AppContext
 from outlast.service.authz import Filter, matches
-from outlast.store.base import Assistant
+from outlast.store.assistants import AssistantNotFound
+from outlast.store.base import Assistant, system_assistant_id
 
 # A stored search read whole, to filter in Python (the handler's filter has operators
 # the store's metadata filter has not): the principal's assistants, as thread searches do.
@@ -33,6 +38,15 @@ async def admits(
     """Whether the handler for ``action`` lets the caller see ``found``."""
     asked = {"assistant_id": found.assistant_id, **(value or {})}
     return await ctx.authz.admits("assistants", action, asked, found.metadata)
+
+
+async def runnable(ctx: AppContext, found: Assistant, named: str) -> None:
+    """Refuse a run on ``found`` (``named`` so by the request) that ``assistants.read``
+    does not let the caller see: 404 as for a read, 403 when the handler says False."""
+    if found.assistant_id == system_assistant_id(found.graph_id):
+        return  # by its id, not its metadata: a caller may write created_by: system
+    if not await admits(ctx, found, "read"):
+        raise AssistantNotFound(f"Assistant '{named}' not found")
 
 
 async def search_filter(ctx: AppContext, asked: dict[str, Any]) -> Filter | None:

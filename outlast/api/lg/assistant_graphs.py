@@ -231,7 +231,7 @@ async def assistant_graph(
     use = Access(
         "assistants.read",
         ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal),
+        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
         config,
         ctx.principal,
     )

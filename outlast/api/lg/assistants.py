@@ -138,7 +138,7 @@ async def _lookup(ctx: AppContext, assistant_id: str) -> Assistant | None:
     canonical = _uuid(assistant_id)
     if canonical is None:
         return None
-    return await ctx.store.get_assistant(canonical, ctx.principal)
+    return await ctx.store.get_assistant(canonical, ctx.runs.owners.scope)
 
 
 async def resolve_assistant(ctx: AppContext, assistant_id: str) -> Assistant:
@@ -171,7 +171,7 @@ async def _changeable(
     value["assistant_id"] = canonical
     wanted = await authz.stamped(ctx, action, value)
     if wanted:
-        current = await ctx.store.get_assistant(canonical, ctx.principal)
+        current = await ctx.store.get_assistant(canonical, ctx.runs.owners.scope)
         if current is not None and not authz.kept([current], wanted):
             raise AssistantNotFound(f"Assistant '{assistant_id}' not found")
     return canonical
@@ -210,7 +210,7 @@ async def _matching(
     wanted = await authz.search_filter(ctx, asked)
     system = authz.kept([a for a in system_assistants(ctx) if q.matches(a)], wanted)
     stored, stored_total = await ctx.store.search_assistants(
-        principal=ctx.principal,
+        principal=ctx.runs.owners.scope,
         metadata=q.metadata,
         graph_id=q.graph_id,
         name=q.name,
@@ -325,7 +325,7 @@ async def update(request: Request, assistant_id: AssistantId, body: PatchBody) -
         changes["metadata"] = asked["metadata"]
     if "graph_id" in changes:
         _check_graph(ctx, changes["graph_id"])
-    updated = await ctx.store.update_assistant(canonical, changes, principal=ctx.principal)
+    updated = await ctx.store.update_assistant(canonical, changes, principal=ctx.runs.owners.scope)
     return assistant_json(updated)
 
 
@@ -338,7 +338,7 @@ async def delete(
     and checkpoints stay, and remain readable through their threads)."""
     ctx = ctx_of(request)
     canonical = await _changeable(ctx, assistant_id, "delete", {})
-    await ctx.store.delete_assistant(canonical, principal=ctx.principal)
+    await ctx.store.delete_assistant(canonical, principal=ctx.runs.owners.scope)
     return Response(status_code=204)
 
 
@@ -363,7 +363,7 @@ async def versions(
     wanted = await ctx.authz.filter("assistants", "read", {"assistant_id": canonical})
     found = await ctx.store.list_assistant_versions(
         canonical,
-        principal=ctx.principal,
+        principal=ctx.runs.owners.scope,
         metadata=q.metadata,
         limit=q.limit if wanted is None else authz.EVERY,
         offset=q.offset if wanted is None else 0,
@@ -381,6 +381,6 @@ async def set_latest(
     ctx = ctx_of(request)
     canonical = await _changeable(ctx, assistant_id, "update", {"version": body.version})
     latest = await ctx.store.set_latest_assistant_version(
-        canonical, body.version, principal=ctx.principal
+        canonical, body.version, principal=ctx.runs.owners.scope
     )
     return assistant_json(latest)

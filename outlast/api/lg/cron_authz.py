@@ -47,7 +47,7 @@ async def authorized(ctx: AppContext, cron_id: str, action: str, value: dict[str
     """The caller's cron, if the handler for ``action`` (asked about ``value``, which it
     may stamp) lets it through."""
     wanted = await ctx.authz.check("crons", action, value)
-    current = await ctx.store.get_cron(cron_id, ctx.principal)
+    current = await ctx.store.get_cron(cron_id, ctx.runs.owners.scope)
     if current is None or not matches(current.metadata, wanted):
         raise CronNotFound(f"Cron {cron_id} not found")
     return current

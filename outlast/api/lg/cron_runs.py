@@ -70,7 +70,6 @@ def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron
     ``disable_webhooks`` holds for them too (a tick has no request headers)."""
     manifest = Manifest.read(settings.graphs_file)
     http = RunHttp.of_manifest(manifest)
-    app_auth = manifest.auth is not None and bool(manifest.auth.path)
 
     async def fire(tick: Tick) -> str:
         cron = tick.cron
@@ -81,7 +80,7 @@ def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron
             None,
             principal=cron.principal,
             http=http,
-            authz=tick_authz(cron, app_auth),  # its creator's user, no handler asked
+            authz=tick_authz(cron, registry.app_auth),  # its creator's user, no handler asked
         )
         metadata = {**cron.metadata, "cron_id": cron.cron_id}
         body = run_request(cron.assistant_id, cron.payload, metadata, cron.on_run_completed)

@@ -229,7 +229,7 @@ async def _query(ctx: AppContext, q: CronCount) -> CronQuery:
     if assistant_id is not None:
         with contextlib.suppress(InvalidAssistant):
             assistant_id = (await resolve_assistant(ctx, assistant_id)).assistant_id
-    return CronQuery(ctx.principal, assistant_id, q.thread_id, q.enabled, q.metadata)
+    return CronQuery(ctx.runs.owners.scope, assistant_id, q.thread_id, q.enabled, q.metadata)
 
 
 @router.post("/runs/crons/search")
@@ -299,7 +299,7 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
         payload = {**current.payload, **runs}
         await checked(ctx, run_request(current.assistant_id, payload, {}))
         changes["payload"] = as_creator(ctx, runs) if "config" in runs else runs
-    updated = await ctx.store.update_cron(current.cron_id, changes, ctx.principal)
+    updated = await ctx.store.update_cron(current.cron_id, changes, ctx.runs.owners.scope)
     return cron_json(updated)
 
 
@@ -307,5 +307,5 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
 async def delete(request: Request, cron_id: CronId) -> Response:
     ctx = ctx_of(request)
     await authorized(ctx, cron_id, "delete", {"cron_id": cron_id})
-    await ctx.store.delete_cron(cron_id, ctx.principal)
+    await ctx.store.delete_cron(cron_id, ctx.runs.owners.scope)
     return Response(status_code=204)

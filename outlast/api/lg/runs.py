@@ -214,7 +214,7 @@ async def list_runs(
     runs = {
         r.id: r
         for r in await ctx.store.list_runs(
-            principal=ctx.principal,
+            principal=ctx.runs.owners.scope,
             thread_id=thread_id,
             status=None,
             limit=len(last) + 100,  # room for runs accepted since the first read

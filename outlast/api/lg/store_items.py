@@ -104,7 +104,7 @@ class ListNamespaces(_Body):
 
 def _items(request: Request) -> BaseStore:
     ctx = ctx_of(request)
-    return for_principal(ctx.store.items, ctx.principal)
+    return for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared)
 
 
 async def _asked(request: Request, action: str, namespace: Any, **value: Any) -> Any:

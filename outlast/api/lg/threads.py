@@ -85,7 +85,11 @@ async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()])
         thread_id, ctx.principal, metadata, ttl_minutes(body.ttl), ttl_strategy(body.ttl)
     )
     if not created:
-        theirs = thread.principal != ctx.principal or not matches(thread.metadata, wanted)
+        # the existing thread is returned only to whom it would be anyway: its owner (or,
+        # under auth.py, whom threads.read admits), and within create's own filter
+        # (GHSA-747p-c922-m55f: a conditional create skipped the filters)
+        seen = await ctx.runs.owners.thread(thread_id, "read")
+        theirs = seen is None or not matches(thread.metadata, wanted)
         if body.if_exists == "raise" or theirs:
             raise Conflict(f"Thread {thread_id} already exists")
         return await view(ctx, thread)
@@ -161,7 +165,7 @@ async def _searched(
     """The caller's threads with ``metadata``, less those the app's ``threads.search``
     handler filters out (a search and a count see the same threads)."""
     wanted = await ctx.authz.check("threads", "search", asked)
-    threads = await ctx.store.lg_threads(principal=ctx.principal, metadata=metadata)
+    threads = await ctx.store.lg_threads(principal=ctx.runs.owners.scope, metadata=metadata)
     return [t for t in threads if matches(t.metadata, wanted)]
 
 

@@ -44,7 +44,11 @@ Step = Begin | Event | Gap | Done | live.Follower
 async def runs_of(ctx: AppContext, thread_id: str) -> list[Run]:
     """The thread's runs in acceptance order, seen by the calling principal."""
     runs = await ctx.store.list_runs(
-        principal=ctx.principal, thread_id=thread_id, status=None, limit=200, before=None
+        principal=ctx.runs.owners.scope,
+        thread_id=thread_id,
+        status=None,
+        limit=200,
+        before=None,
     )
     return sorted(runs, key=lambda r: r.pos)
 

@@ -30,12 +30,13 @@ from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key
+from outlast.api.lg import assistant_authz
 from outlast.api.mcp import asking
 from outlast.api.mcp.results import tool_result
 from outlast.api.mcp.targets import Target, with_assistant
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.errors import OutlastError
+from outlast.errors import Fault, LimitReached, OutlastError, fault_of
 from outlast.service.standing import answerable
 from outlast.store import Run
 from outlast.store.hub import EVENTS, wait_for
@@ -49,8 +50,16 @@ MARK = "mcp"  # the run metadata that says it was started through MCP (tasks/lis
 
 
 def refused(exc: OutlastError) -> MCPError:
-    """A refusal of the run service as an MCP error: the caller's fault is invalid params."""
-    code = types.INVALID_PARAMS if exc.status < 500 else types.INTERNAL_ERROR
+    """A refusal of the run service as an MCP error (the one rule, ``errors.fault_of``):
+    the caller's fault (not found included) is invalid params; an outage or a limit an
+    internal error whose data says the call may be retried, and when."""
+    fault = fault_of(exc)
+    if fault is Fault.RETRY:
+        data = {"retryable": True, "status": exc.status}
+        if isinstance(exc, LimitReached):
+            data["retry_after"] = exc.retry_after
+        return MCPError(types.INTERNAL_ERROR, f"{exc.title}: {exc}", data)
+    code = types.INTERNAL_ERROR if fault is Fault.INTERNAL else types.INVALID_PARAMS
     return MCPError(code, f"{exc.title}: {exc}")
 
 
@@ -98,6 +107,8 @@ async def start(
         raise MCPError(types.INVALID_PARAMS, f"{where}: {first['msg']}") from None
     request = with_assistant(run_request(body, target.graph, body.thread_id), target.assistant)
     try:
+        if target.assistant is not None:  # assistants.read, not the search that listed it
+            await assistant_authz.runnable(ctx, target.assistant, target.name)
         made = await ctx.runs.accept(request, key=key)
     except OutlastError as exc:
         raise refused(exc) from None

@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from outlast.api.context import AppContext
 from outlast.api.lg import assistant_authz as authz
 from outlast.runtime.accept import RunRequest
+from outlast.service.authz import Uncovered
 from outlast.store.base import Assistant
 
 OWN = ("outlast_answer", "outlast_result")
@@ -51,9 +52,12 @@ async def targets(ctx: AppContext) -> list[Target]:
         for name in ctx.registry.names
         if name not in OWN  # a graph cannot hide outlast's own tools
     ]
-    wanted = await authz.search_filter(ctx, {"metadata": {}, "limit": _MOST, "offset": 0})
+    try:
+        wanted = await authz.search_filter(ctx, {"metadata": {}, "limit": _MOST, "offset": 0})
+    except Uncovered:  # OUTLAST_AUTH_DEFAULT=deny hides the assistants, not the whole list
+        return graphs
     found, _ = await ctx.store.search_assistants(
-        principal=ctx.principal, limit=_MOST, sort_by="created_at", sort_order="asc"
+        principal=ctx.runs.owners.scope, limit=_MOST, sort_by="created_at", sort_order="asc"
     )
     mine = authz.kept(found, wanted)
     taken = {t.name for t in graphs} | set(OWN)

@@ -31,7 +31,7 @@ from outlast.api.context import AppContext
 from outlast.api.mcp import calls
 from outlast.api.mcp.results import related, task_of
 from outlast.api.mcp.targets import target_of
-from outlast.errors import OutlastError
+from outlast.errors import Fault, OutlastError, fault_of
 from outlast.store import Run
 
 TASKS_VERSION = "2025-11-25"  # the revision whose core has tasks (2026-07-28 moved them out)
@@ -71,8 +71,10 @@ async def _task_run(ctx: AppContext, task_id: str, action: str = "read") -> Run:
     thread (``read`` for get and result, ``update`` for cancel): else not found."""
     try:
         return await ctx.runs.get(task_id, action)
-    except OutlastError:
-        raise MCPError(types.INVALID_PARAMS, f"Task not found: {task_id}") from None
+    except OutlastError as exc:
+        if fault_of(exc) is Fault.NOT_FOUND:
+            raise MCPError(types.INVALID_PARAMS, f"Task not found: {task_id}") from None
+        raise calls.refused(exc) from None
 
 
 async def get(

@@ -94,7 +94,7 @@ async def _input_schema(ctx: AppContext, name: str) -> dict[str, Any]:
     use = Access(
         "assistants.read",
         ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal),
+        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
         {"configurable": {"graph_id": name}},
         ctx.principal,
     )

@@ -34,14 +34,16 @@ class AssistantStore(Protocol):
         (returned unchanged). Concurrent creates of one id make one assistant."""
 
     @abc.abstractmethod
-    async def get_assistant(self, assistant_id: str, principal: str = "") -> Assistant | None:
+    async def get_assistant(
+        self, assistant_id: str, principal: str | None = ""
+    ) -> Assistant | None:
         """The principal's assistant, or None (also when another principal owns it)."""
 
     @abc.abstractmethod
     async def search_assistants(
         self,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: dict[str, Any] | None = None,
         graph_id: str | None = None,
         name: str | None = None,
@@ -58,7 +60,7 @@ class AssistantStore(Protocol):
     async def count_assistants(
         self,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: dict[str, Any] | None = None,
         graph_id: str | None = None,
         name: str | None = None,
@@ -67,13 +69,13 @@ class AssistantStore(Protocol):
 
     @abc.abstractmethod
     async def update_assistant(
-        self, assistant_id: str, changes: dict[str, Any], *, principal: str = ""
+        self, assistant_id: str, changes: dict[str, Any], *, principal: str | None = ""
     ) -> Assistant:
         """A new current version (highest + 1, so a version once made is never reused):
         given fields replace, metadata merges. ValueError for a field not updatable."""
 
     @abc.abstractmethod
-    async def delete_assistant(self, assistant_id: str, *, principal: str = "") -> None:
+    async def delete_assistant(self, assistant_id: str, *, principal: str | None = "") -> None:
         """Delete the assistant and all its versions."""
 
     @abc.abstractmethod
@@ -81,7 +83,7 @@ class AssistantStore(Protocol):
         self,
         assistant_id: str,
         *,
-        principal: str = "",
+        principal: str | None = "",
         metadata: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
@@ -90,7 +92,7 @@ class AssistantStore(Protocol):
 
     @abc.abstractmethod
     async def set_latest_assistant_version(
-        self, assistant_id: str, version: int, *, principal: str = ""
+        self, assistant_id: str, version: int, *, principal: str | None = ""
     ) -> Assistant:
         """Copy a stored version back as the current fields (no new version);
         AssistantNotFound for an unknown version too."""

@@ -31,12 +31,12 @@ class CronStore(Notifying, Protocol):
         None when that is past ``end_time``). Notifies CRONS (schedulers re-plan)."""
 
     @abc.abstractmethod
-    async def get_cron(self, cron_id: str, principal: str = "") -> Cron | None:
+    async def get_cron(self, cron_id: str, principal: str | None = "") -> Cron | None:
         """The principal's cron, or None (also when another principal owns it)."""
 
     @abc.abstractmethod
     async def update_cron(
-        self, cron_id: str, changes: Mapping[str, Any], principal: str = ""
+        self, cron_id: str, changes: Mapping[str, Any], principal: str | None = ""
     ) -> Cron:
         """Change the fields named in ``changes`` (``crons.UPDATABLE``; ``metadata`` and
         ``payload`` are merged into the current ones by top-level key, the others replace
@@ -48,7 +48,7 @@ class CronStore(Notifying, Protocol):
         principal does not have. Notifies CRONS."""
 
     @abc.abstractmethod
-    async def delete_cron(self, cron_id: str, principal: str = "") -> None:
+    async def delete_cron(self, cron_id: str, principal: str | None = "") -> None:
         """Delete the principal's cron, or ``CronNotFound``."""
 
     @abc.abstractmethod

@@ -49,7 +49,7 @@ class RunStore(Notifying, Protocol):
         status: RunStatus | None,
         limit: int,
         before: ListCursor | None,
-        principal: str = "",
+        principal: str | None = "",
     ) -> list[Run]:
         """The principal's runs, newest first; ``before`` is the keyset cursor of the last
         row of the previous page (a keyset, so a page does not shift as runs arrive)."""

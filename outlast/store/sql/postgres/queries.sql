@@ -59,9 +59,9 @@ SELECT * FROM outlast_runs WHERE principal = %(principal)s AND idempotency_key =
 SELECT * FROM outlast_runs WHERE id = %(id)s;
 
 -- name: list_runs
--- A page of a principal's runs, newest first, by thread and status if given.
+-- A page of a principal's runs (any principal's: NULL), newest first, by thread and status if given.
 SELECT * FROM outlast_runs
-WHERE principal = %(principal)s
+WHERE (%(principal)s::text IS NULL OR principal = %(principal)s)
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
   AND (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(before)s::bigint IS NULL OR pos < %(before)s)

@@ -28,12 +28,12 @@ SELECT principal FROM outlast_assistants WHERE assistant_id = %(assistant_id)s;
 -- name: a_get
 -- One assistant of a principal.
 SELECT * FROM outlast_assistants
-WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s;
+WHERE assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s);
 
 -- name: a_lock
 -- One assistant of a principal, locked for an update.
 SELECT * FROM outlast_assistants
-WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
+WHERE assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 FOR UPDATE;
 
 -- name: a_next_version
@@ -47,7 +47,7 @@ UPDATE outlast_assistants
 SET graph_id = %(graph_id)s, name = %(assistant_name)s, description = %(description)s,
     config = %(config)s::jsonb, context = %(context)s::jsonb, metadata = %(metadata)s::jsonb,
     version = %(version)s, updated_at = clock_timestamp()
-WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
+WHERE assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 RETURNING *;
 
 -- name: a_set_latest
@@ -57,20 +57,20 @@ SET graph_id = v.graph_id, name = v.name, description = v.description, config = 
     context = v.context, metadata = v.metadata, version = v.version,
     updated_at = clock_timestamp()
 FROM outlast_assistant_versions v
-WHERE a.assistant_id = %(assistant_id)s AND a.principal = %(principal)s
+WHERE a.assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR a.principal = %(principal)s)
   AND v.assistant_id = a.assistant_id AND v.version = %(version)s
 RETURNING a.*;
 
 -- name: a_delete
 -- Delete a principal's assistant (its versions go with it).
 DELETE FROM outlast_assistants
-WHERE assistant_id = %(assistant_id)s AND principal = %(principal)s
+WHERE assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 RETURNING assistant_id;
 
 -- name: a_search
 -- A page of a principal's assistants, filtered and sorted as asked.
 SELECT * FROM outlast_assistants a
-WHERE a.principal = %(principal)s
+WHERE (%(principal)s::text IS NULL OR a.principal = %(principal)s)
   AND (%(graph_id)s::text IS NULL OR a.graph_id = %(graph_id)s::text)
   AND (%(assistant_name)s::text IS NULL
        OR strpos(lower(a.name), lower(%(assistant_name)s::text)) > 0)
@@ -97,7 +97,7 @@ LIMIT %(limit)s OFFSET %(offset)s;
 -- name: a_count
 -- How many of a principal's assistants match a search.
 SELECT count(*) AS n FROM outlast_assistants a
-WHERE a.principal = %(principal)s
+WHERE (%(principal)s::text IS NULL OR a.principal = %(principal)s)
   AND (%(graph_id)s::text IS NULL OR a.graph_id = %(graph_id)s::text)
   AND (%(assistant_name)s::text IS NULL
        OR strpos(lower(a.name), lower(%(assistant_name)s::text)) > 0)
@@ -108,7 +108,7 @@ WHERE a.principal = %(principal)s
 -- A page of an assistant's versions, newest first, filtered by metadata.
 SELECT v.* FROM outlast_assistant_versions v
 JOIN outlast_assistants a ON a.assistant_id = v.assistant_id
-WHERE v.assistant_id = %(assistant_id)s AND a.principal = %(principal)s
+WHERE v.assistant_id = %(assistant_id)s AND (%(principal)s::text IS NULL OR a.principal = %(principal)s)
   AND NOT EXISTS (SELECT 1 FROM jsonb_each(COALESCE(%(metadata)s::jsonb, '{}'::jsonb)) f
                   WHERE v.metadata -> f.key IS DISTINCT FROM f.value)
 ORDER BY v.version DESC

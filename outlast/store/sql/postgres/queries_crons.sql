@@ -19,11 +19,11 @@ RETURNING *;
 
 -- name: cron_get
 -- One cron of a principal.
-SELECT * FROM outlast_crons WHERE cron_id = %(cron_id)s AND principal = %(principal)s;
+SELECT * FROM outlast_crons WHERE cron_id = %(cron_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s);
 
 -- name: cron_lock
 -- One cron of a principal, locked for an update.
-SELECT * FROM outlast_crons WHERE cron_id = %(cron_id)s AND principal = %(principal)s
+SELECT * FROM outlast_crons WHERE cron_id = %(cron_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 FOR UPDATE;
 
 -- name: cron_update
@@ -33,18 +33,18 @@ SET schedule = %(schedule)s, timezone = %(timezone)s, payload = %(payload)s::jso
     metadata = %(metadata)s::jsonb, enabled = %(enabled)s,
     end_time = %(end_time)s::timestamptz, on_run_completed = %(on_run_completed)s,
     next_run_at = %(next_run_at)s::timestamptz, updated_at = clock_timestamp()
-WHERE cron_id = %(cron_id)s AND principal = %(principal)s
+WHERE cron_id = %(cron_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 RETURNING *;
 
 -- name: cron_delete
 -- Delete a principal's cron.
-DELETE FROM outlast_crons WHERE cron_id = %(cron_id)s AND principal = %(principal)s
+DELETE FROM outlast_crons WHERE cron_id = %(cron_id)s AND (%(principal)s::text IS NULL OR principal = %(principal)s)
 RETURNING cron_id;
 
 -- name: cron_search
 -- A page of a principal's crons, filtered and sorted as asked.
 SELECT * FROM outlast_crons c
-WHERE c.principal = %(principal)s
+WHERE (%(principal)s::text IS NULL OR c.principal = %(principal)s)
   AND (%(assistant_id)s::text IS NULL OR c.assistant_id = %(assistant_id)s::text)
   AND (%(thread_id)s::text IS NULL OR c.thread_id = %(thread_id)s::text)
   AND (%(enabled)s::boolean IS NULL OR c.enabled = %(enabled)s::boolean)
@@ -77,7 +77,7 @@ LIMIT %(limit)s OFFSET %(offset)s;
 -- name: cron_count
 -- How many of a principal's crons match a search.
 SELECT count(*) AS n FROM outlast_crons c
-WHERE c.principal = %(principal)s
+WHERE (%(principal)s::text IS NULL OR c.principal = %(principal)s)
   AND (%(assistant_id)s::text IS NULL OR c.assistant_id = %(assistant_id)s::text)
   AND (%(thread_id)s::text IS NULL OR c.thread_id = %(thread_id)s::text)
   AND (%(enabled)s::boolean IS NULL OR c.enabled = %(enabled)s::boolean)

@@ -43,9 +43,9 @@ SELECT * FROM outlast_runs WHERE principal = :principal AND idempotency_key = :k
 SELECT * FROM outlast_runs WHERE id = :id;
 
 -- name: list_runs
--- A page of a principal's runs, newest first, by thread and status if given.
+-- A page of a principal's runs (any principal's: NULL), newest first, by thread and status if given.
 SELECT * FROM outlast_runs
-WHERE principal = :principal
+WHERE (:principal IS NULL OR principal = :principal)
   AND (:thread_id IS NULL OR thread_id = :thread_id)
   AND (:status IS NULL OR status = :status)
   AND (:before IS NULL OR pos < :before)

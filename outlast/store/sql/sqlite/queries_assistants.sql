@@ -29,13 +29,13 @@ SELECT principal FROM outlast_assistants WHERE assistant_id = :assistant_id;
 -- name: a_get
 -- One assistant of a principal.
 SELECT * FROM outlast_assistants
-WHERE assistant_id = :assistant_id AND principal = :principal;
+WHERE assistant_id = :assistant_id AND (:principal IS NULL OR principal = :principal);
 
 -- name: a_lock
 -- One assistant of a principal, locked for an update.
 -- (BEGIN IMMEDIATE already holds the write lock)
 SELECT * FROM outlast_assistants
-WHERE assistant_id = :assistant_id AND principal = :principal;
+WHERE assistant_id = :assistant_id AND (:principal IS NULL OR principal = :principal);
 
 -- name: a_next_version
 -- The next version number of an assistant.
@@ -48,7 +48,7 @@ UPDATE outlast_assistants
 SET graph_id = :graph_id, name = :assistant_name, description = :description,
     config = :config, context = :context, metadata = :metadata,
     version = :version, updated_at = (SELECT now FROM outlast_clock)
-WHERE assistant_id = :assistant_id AND principal = :principal
+WHERE assistant_id = :assistant_id AND (:principal IS NULL OR principal = :principal)
 RETURNING *;
 
 -- name: a_set_latest
@@ -59,7 +59,7 @@ SET (graph_id, name, description, config, context, metadata, version) = (
         FROM outlast_assistant_versions v
         WHERE v.assistant_id = outlast_assistants.assistant_id AND v.version = :version),
     updated_at = (SELECT now FROM outlast_clock)
-WHERE assistant_id = :assistant_id AND principal = :principal
+WHERE assistant_id = :assistant_id AND (:principal IS NULL OR principal = :principal)
   AND EXISTS (SELECT 1 FROM outlast_assistant_versions v
               WHERE v.assistant_id = :assistant_id AND v.version = :version)
 RETURNING *;
@@ -67,13 +67,13 @@ RETURNING *;
 -- name: a_delete
 -- Delete a principal's assistant (its versions go with it).
 DELETE FROM outlast_assistants
-WHERE assistant_id = :assistant_id AND principal = :principal
+WHERE assistant_id = :assistant_id AND (:principal IS NULL OR principal = :principal)
 RETURNING assistant_id;
 
 -- name: a_search
 -- A page of a principal's assistants, filtered and sorted as asked.
 SELECT * FROM outlast_assistants a
-WHERE a.principal = :principal
+WHERE (:principal IS NULL OR a.principal = :principal)
   AND (:graph_id IS NULL OR a.graph_id = :graph_id)
   AND (:assistant_name IS NULL OR instr(lower(a.name), lower(:assistant_name)) > 0)
   AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
@@ -101,7 +101,7 @@ LIMIT :limit OFFSET :offset;
 -- name: a_count
 -- How many of a principal's assistants match a search.
 SELECT count(*) AS n FROM outlast_assistants a
-WHERE a.principal = :principal
+WHERE (:principal IS NULL OR a.principal = :principal)
   AND (:graph_id IS NULL OR a.graph_id = :graph_id)
   AND (:assistant_name IS NULL OR instr(lower(a.name), lower(:assistant_name)) > 0)
   AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
@@ -113,7 +113,7 @@ WHERE a.principal = :principal
 -- A page of an assistant's versions, newest first, filtered by metadata.
 SELECT v.* FROM outlast_assistant_versions v
 JOIN outlast_assistants a ON a.assistant_id = v.assistant_id
-WHERE v.assistant_id = :assistant_id AND a.principal = :principal
+WHERE v.assistant_id = :assistant_id AND (:principal IS NULL OR a.principal = :principal)
   AND NOT EXISTS (SELECT 1 FROM json_each(COALESCE(:metadata, '{}')) f
                   WHERE NOT EXISTS (SELECT 1 FROM json_each(v.metadata) m
                                     WHERE m.key = f.key AND m.type = f.type

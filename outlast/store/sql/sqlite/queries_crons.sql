@@ -18,11 +18,11 @@ RETURNING *;
 
 -- name: cron_get
 -- One cron of a principal.
-SELECT * FROM outlast_crons WHERE cron_id = :cron_id AND principal = :principal;
+SELECT * FROM outlast_crons WHERE cron_id = :cron_id AND (:principal IS NULL OR principal = :principal);
 
 -- name: cron_lock
 -- One cron of a principal, for an update (BEGIN IMMEDIATE holds the write lock).
-SELECT * FROM outlast_crons WHERE cron_id = :cron_id AND principal = :principal;
+SELECT * FROM outlast_crons WHERE cron_id = :cron_id AND (:principal IS NULL OR principal = :principal);
 
 -- name: cron_update
 -- Replace a cron's fields (its next tick re-planned or kept by the caller).
@@ -30,18 +30,18 @@ UPDATE outlast_crons
 SET schedule = :schedule, timezone = :timezone, payload = :payload, metadata = :metadata,
     enabled = :enabled, end_time = :end_time, on_run_completed = :on_run_completed,
     next_run_at = :next_run_at, updated_at = (SELECT now FROM outlast_clock)
-WHERE cron_id = :cron_id AND principal = :principal
+WHERE cron_id = :cron_id AND (:principal IS NULL OR principal = :principal)
 RETURNING *;
 
 -- name: cron_delete
 -- Delete a principal's cron.
-DELETE FROM outlast_crons WHERE cron_id = :cron_id AND principal = :principal
+DELETE FROM outlast_crons WHERE cron_id = :cron_id AND (:principal IS NULL OR principal = :principal)
 RETURNING cron_id;
 
 -- name: cron_search
 -- A page of a principal's crons, filtered and sorted as asked.
 SELECT * FROM outlast_crons c
-WHERE c.principal = :principal
+WHERE (:principal IS NULL OR c.principal = :principal)
   AND (:assistant_id IS NULL OR c.assistant_id = :assistant_id)
   AND (:thread_id IS NULL OR c.thread_id = :thread_id)
   AND (:enabled IS NULL OR c.enabled = :enabled)
@@ -74,7 +74,7 @@ LIMIT :limit OFFSET :offset;
 -- name: cron_count
 -- How many of a principal's crons match a search.
 SELECT count(*) AS n FROM outlast_crons c
-WHERE c.principal = :principal
+WHERE (:principal IS NULL OR c.principal = :principal)
   AND (:assistant_id IS NULL OR c.assistant_id = :assistant_id)
   AND (:thread_id IS NULL OR c.thread_id = :thread_id)
   AND (:enabled IS NULL OR c.enabled = :enabled)
