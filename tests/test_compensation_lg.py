@@ -118,3 +118,32 @@ async def test_a_compensation_a_person_must_settle_is_an_interrupt_there(
         assert native["status"] == "failed"
         assert [c["status"] for c in native["error"]["compensated"]] == ["done", "done"]
         assert _ops(desk).count("unbook") == 2
+
+
+async def test_deleting_a_thread_undoes_what_its_runs_did(store: Store, tmp_path: Path) -> None:
+    """A thread deleted under a running run that booked: the run is cancelled and kept
+    until its worker has given the bookings back, while the thread is gone at once; a run
+    that owes nothing goes with the thread (the other states: test_transitions.py)."""
+    async with serve(store) as srv:
+        client = srv.sdk()
+        desk = tmp_path / "desk.jsonl"
+        thread = (await client.threads.create())["thread_id"]
+        conf = {"configurable": {"desk": str(desk), "then": "sleep"}}
+        run = await client.runs.create(thread, "trip", input={}, config=conf)
+        await _booked(desk)
+        await client.threads.delete(thread)
+        assert (await srv.client.get(f"/threads/{thread}")).status_code == 404
+
+        async def undone() -> dict[str, Any] | None:
+            native = (await srv.client.get(f"/v1/runs/{run['run_id']}")).json()
+            return native if native.get("status") == "cancelled" else None
+
+        native = await eventually(undone, what="the run cancelled, compensated")
+        assert _ops(desk).count("unbook") == 2
+        assert len(native["error"]["compensated"]) == 2
+        assert native["error"]["reason"] == "its thread was deleted"
+        # a run that booked nothing goes with its thread
+        other = (await client.threads.create())["thread_id"]
+        quiet = await client.runs.create(other, "slow", input={})
+        await client.threads.delete(other)
+        assert await store.get_run(quiet["run_id"]) is None

@@ -19,6 +19,7 @@ from outlast.store.transitions import (
     Facts,
     cancel,
     compensates,
+    outlives_its_thread,
     owed,
     owes,
     park,
@@ -442,3 +443,23 @@ def _run(**changes: Any) -> Run:
         updated_at=T0,
     )
     return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        (facts(R, effects_owed=True), True),
+        (facts(W, effects_owed=True), True),
+        (facts(Q, effects_owed=True), True),
+        (facts(R), False),
+        (facts(W), False),
+        (facts(CING, ending={"status": "cancelled", "error": {}}), True),  # undoing now
+        (facts(CING, ending={"status": "cancelled", "compensate": False}), False),
+        (facts(CING), False),
+        (facts(CED, effects_owed=True), False),  # ended: nothing left to do
+    ],
+)
+def test_a_run_outlives_its_deleted_thread_only_to_undo_what_it_did(
+    given: Facts, kept: bool
+) -> None:
+    assert outlives_its_thread(given) is kept

@@ -30,9 +30,8 @@ from outlast.store.base import (
     same_request,
     system_assistant_id,
 )
-from outlast.store.hub import CONTROL
 from outlast.store.options import StoreOptions, TTLStrategy
-from outlast.store.transition_ops import cancel_in
+from outlast.store.transition_ops import cancel_in, delete_thread_in
 from outlast.store.transitions import Ask
 from outlast.store.tx import Tx, TxProvider, append_events, stored_time
 from outlast.store.wait_ops import answer_in
@@ -177,20 +176,15 @@ class LangGraphOps(TxProvider):
     async def lg_delete_thread(self, thread_id: str) -> bool:
         async with self._writing() as tx:
             await tx.rows("thread_lock", thread_id=thread_id)
-            for row in await tx.rows("lg_thread_runs_active", thread_id=thread_id):
-                # a worker executing one of them loses its lease (the row is gone) and
-                # stops writing; the control notification makes it look at once
-                await tx.notify(CONTROL, str(row["id"]))
-            await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
-            return bool(await tx.rows("lg_thread_delete", thread_id=thread_id))
+            return await delete_thread_in(tx, thread_id)
 
     # -- runs --------------------------------------------------------------------------
 
     async def lg_expire_temporary(self, age: float) -> list[str]:
         async with self._writing() as tx:
             ids = [r["thread_id"] for r in await tx.rows("lg_temporary_done", age=age)]
-            for thread_id in ids:
-                await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
+            for thread_id in ids:  # their runs have all ended: none is kept
+                await tx.rows("lg_thread_delete_runs", thread_id=thread_id, keep="[]")
                 await tx.rows("lg_thread_delete", thread_id=thread_id)
             return ids
 

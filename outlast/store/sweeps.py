@@ -27,6 +27,7 @@ from outlast.errors import ThreadBusy
 from outlast.store import item_backends
 from outlast.store.checkpoint_prune import keep_latest
 from outlast.store.options import ITEMS_SWEEP, THREADS_SWEEP, StoreOptions, TTLStrategy
+from outlast.store.transition_ops import delete_thread_in
 from outlast.store.tx import Tx, TxProvider
 
 log = logging.getLogger(__name__)
@@ -107,5 +108,4 @@ class SweepOps(TxProvider):
 
 
 async def _delete_rows(tx: Tx, thread_id: str) -> None:
-    await tx.rows("lg_thread_delete_runs", thread_id=thread_id)
-    await tx.rows("lg_thread_delete", thread_id=thread_id)
+    await delete_thread_in(tx, thread_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 from outlast.errors import LeaseLost
 from outlast.store import transitions
+from outlast.store.hub import CONTROL
 from outlast.store.records import Lease, Reaped, Run
 from outlast.store.transitions import Ask, Change, Facts
 from outlast.store.tx import Tx, TxProvider
@@ -64,6 +65,24 @@ async def cancel_in(tx: Tx, run_id: str, ask: Ask) -> tuple[Run | None, bool]:
     if change is None:
         return run, False
     return await apply(tx, run, change), True
+
+
+async def delete_thread_in(tx: Tx, thread_id: str) -> bool:
+    """Delete a thread and its runs inside an open transaction (a client's delete, a TTL):
+    a run that owes compensations (``transitions.outlives_its_thread``) is cancelled and
+    kept for its worker to undo what it did; whether the thread existed."""
+    kept: list[str] = []
+    for row in await tx.rows("lg_thread_runs_active", thread_id=thread_id):
+        run = tx.run(row)
+        if transitions.outlives_its_thread(await facts_of(tx, run)):
+            await cancel_in(tx, run.id, Ask(transitions.THREAD_DELETED))
+            kept.append(run.id)
+        else:
+            # its worker, if it has one, loses its lease (the row is gone) and stops
+            # writing; the control notification makes it look at once
+            await tx.notify(CONTROL, run.id)
+    await tx.rows("lg_thread_delete_runs", thread_id=thread_id, keep=tx.encode_json(kept))
+    return bool(await tx.rows("lg_thread_delete", thread_id=thread_id))
 
 
 async def leased(tx: Tx, lease: Lease) -> Run:

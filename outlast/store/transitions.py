@@ -155,6 +155,24 @@ def owes(facts: Facts, ask: Ask) -> bool:
     return undo or (ask.rollback and facts.ran)
 
 
+# Why a run whose thread was deleted under it was cancelled.
+THREAD_DELETED = "its thread was deleted"
+
+
+def outlives_its_thread(facts: Facts) -> bool:
+    """Whether a run stays when its thread is deleted (``DELETE /threads/{id}``, a TTL,
+    a prune), to be cancelled with ``Ask(THREAD_DELETED)`` and undo what it did. The
+    thread's other runs go with it (a worker executing one loses its lease: the row is
+    gone). A run that may have done something it declared an undoing for is not deleted
+    with the evidence of it: it is cancelled, compensating, and kept until its worker has
+    undone its effects and recorded so (then retention takes it). Without this a deleted
+    thread's booking stayed booked, its run gone."""
+    if facts.status == RunStatus.CANCELLING:
+        return facts.ending is not None and compensates(facts.ending)  # undoing already
+    active = (RunStatus.QUEUED, RunStatus.WAITING, RunStatus.RUNNING)
+    return facts.status in active and facts.effects_owed
+
+
 def compensates(ending: dict[str, Any]) -> bool:
     """Whether the worker ending a run so undoes its effects first (not when the person
     asked to settle one gave the rest up by cancelling it)."""

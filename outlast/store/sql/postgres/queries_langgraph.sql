@@ -22,8 +22,11 @@ RETURNING *;
 DELETE FROM outlast_threads WHERE thread_id = %(thread_id)s RETURNING thread_id;
 
 -- name: lg_thread_delete_runs
--- Delete a thread's runs, with their events, waits, effects, LangGraph runs.
-DELETE FROM outlast_runs WHERE thread_id = %(thread_id)s;
+-- Delete a thread's runs, with their events, waits, effects, LangGraph runs, but those in
+-- `keep` (a JSON array of ids: runs compensating what they did, lgthreads.py).
+DELETE FROM outlast_runs
+WHERE thread_id = %(thread_id)s
+  AND id::text NOT IN (SELECT jsonb_array_elements_text(%(keep)s::jsonb));
 
 -- name: lg_threads_with_latest
 -- Threads with their latest run and whether it asks a client something.

@@ -25,8 +25,10 @@ RETURNING *;
 DELETE FROM outlast_threads WHERE thread_id = :thread_id RETURNING thread_id;
 
 -- name: lg_thread_delete_runs
--- Delete a thread's runs, with their events, waits, effects, LangGraph runs.
-DELETE FROM outlast_runs WHERE thread_id = :thread_id;
+-- Delete a thread's runs, with their events, waits, effects, LangGraph runs, but those in
+-- `keep` (a JSON array of ids: runs compensating what they did, lgthreads.py).
+DELETE FROM outlast_runs
+WHERE thread_id = :thread_id AND id NOT IN (SELECT value FROM json_each(:keep));
 
 -- name: lg_threads_with_latest
 -- Threads with their latest run and whether it asks a client something.
