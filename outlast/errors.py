@@ -135,6 +135,14 @@ class NothingToResume(OutlastError):
     title = "Nothing to resume"
 
 
+class WhichWait(OutlastError):
+    """An answer that names no wait, to a run that asks several things at once: which
+    one it answers is the client's to say, never guessed."""
+
+    status = 409
+    title = "Answer names no wait"
+
+
 class LimitReached(OutlastError):
     """A per-principal limit; retrying after ``Retry-After`` may succeed."""
 
@@ -169,3 +177,64 @@ class RunActive(OutlastError):
 
     status = 409
     title = "Run is active"
+
+
+class InvalidAssistant(OutlastError):
+    """A run's assistant that is neither a graph's nor one of the caller's, or an
+    assistant id that is not a UUID (a name would be read as a graph name)."""
+
+    status = 422
+    title = "Invalid assistant"
+
+
+class SystemAssistantReadOnly(OutlastError):
+    """A graph's own assistant: derived from the configuration, never changed or deleted."""
+
+    status = 409
+    title = "System assistant"
+
+
+class InvalidCron(OutlastError):
+    """A cron's schedule or time zone that cannot be read, or that never fires."""
+
+    status = 422
+    title = "Invalid cron"
+
+
+class ThreadExists(OutlastError):
+    """A thread made with an id that is taken (``if_exists=raise``, or a thread the caller
+    may not see): refused without saying whose it is."""
+
+    status = 409
+    title = "Thread exists"
+
+
+class SuperstepsRefused(OutlastError):
+    """A new thread's ``supersteps`` that its graph refused: the thread is not made."""
+
+    status = 422
+    title = "Supersteps refused"
+
+
+class PruneRefused(OutlastError):
+    """A prune the saver cannot do (``keep_latest`` on a thread whose graph uses a
+    ``DeltaChannel``: its state is rebuilt from older checkpoints)."""
+
+    status = 422
+    title = "Prune refused"
+
+
+class MalformedRequest(OutlastError):
+    """A request that contradicts itself (a resume without a thread, both ``configurable``
+    and ``context``): refused as it is, before anything is looked up."""
+
+    status = 400
+    title = "Bad request"
+
+
+class UnprocessableRequest(OutlastError):
+    """A well-formed request that cannot be carried out as it stands (an unknown stream
+    mode, a config LangGraph would fail on, a webhook URL outlast does not send to)."""
+
+    status = 422
+    title = "Unprocessable request"

@@ -190,6 +190,51 @@ def test_faces_leave_the_runs_business_to_the_run_service() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+# What the thread service decides (outlast/service/threads.py): a thread's rows and its
+# checkpoints are written together, in an order that leaves no half (a delete under a
+# run that owes compensations keeps that run; a copy or supersteps that fail remove the
+# new thread). A face that wrote them itself would carry its own copy of that order.
+THREAD_BUSINESS = {
+    "lg_delete_thread",
+    "lg_prune_threads",
+    "adelete_thread",
+    "acopy_thread",
+    "aprune",
+}
+
+
+def _thread_writes(source: str) -> set[str]:
+    """The thread writes a module names, on whatever holds them: the store
+    (``ctx.store.lg_delete_thread``), a saver (``ctx.store.checkpointer().aprune``), a
+    saver kept in a variable first, or a method passed along uncalled."""
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr in THREAD_BUSINESS
+    }
+
+
+def test_the_thread_write_finder_sees_each_form() -> None:
+    source = (
+        "async def f(ctx, store):\n"
+        "    await ctx.store.lg_delete_thread('t')\n"
+        "    await ctx.store.checkpointer().acopy_thread('t', 'u')\n"
+        "    saver = store.checkpointer()\n"
+        "    prune = saver.aprune\n"
+        "    await ctx.threads.delete('t')\n"
+        "    await ctx.store.lg_threads(thread_id='t')\n"
+    )
+    assert _thread_writes(source) == {"lg_delete_thread", "acopy_thread", "aprune"}
+
+
+def test_faces_leave_the_threads_business_to_the_thread_service() -> None:
+    wrong = []
+    for path in sorted((PACKAGE / "api").rglob("*.py")):
+        for name in sorted(_thread_writes(path.read_text())):
+            wrong.append(f"{path.relative_to(PACKAGE.parent)} calls {name}")
+    assert not wrong, "\n".join(wrong)
+
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -208,4 +253,116 @@ def test_test_modules_import_helpers_never_each_other() -> None:
             for name in names:
                 if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_"):
                     wrong.append(f"{path.relative_to(TESTS.parent)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _modules(path: Path, source: str | None = None) -> set[str]:
+    """Every ``outlast`` module a file imports, dotted (``outlast.api.lg.accept``), in the
+    forms ``imported`` sees; ``from x import y`` counts as both ``x`` and ``x.y`` (y may
+    be a module)."""
+    package = _package_of(path)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + (node.module.split(".") if node.module else []))
+            found |= {module, *(f"{module}.{alias.name}" for alias in node.names)}
+    return {m for m in found if m == "outlast" or m.startswith("outlast.")}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def test_the_module_finder_sees_each_form() -> None:
+    # as if each were in outlast/api/protocol/methods.py
+    where = PACKAGE / "api" / "protocol" / "methods.py"
+    for source in (
+        "from outlast.api.lg.accept import start",
+        "from ..lg import accept",
+        "from ..lg.accept import start",
+        "import outlast.api.lg.accept as a",
+        "def later():\n    from outlast.api.lg import accept",
+    ):
+        assert "outlast.api.lg.accept" in _modules(where, source), source
+    assert _modules(where, "from . import params\nimport os") == {
+        "outlast.api.protocol",
+        "outlast.api.protocol.params",
+    }
+
+
+def test_the_run_service_imports_no_face() -> None:
+    """The service is below every face (ARCHITECTURE.md): a face's request shape or error
+    it needed would make each face depend on the others through it."""
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)} imports {module}"
+        for path in sorted((PACKAGE / "service").rglob("*.py"))
+        for module in sorted(_modules(path))
+        if _within(module, "outlast.api")
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_protocol_v2_starts_runs_through_the_service_not_the_langgraph_face() -> None:
+    """Issue 42: protocol v2's ``run.start`` went through the LangGraph face's acceptance
+    (a face on a face); it calls the run service (``service/launch.py``) as that face does."""
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)} imports {module}"
+        for path in sorted((PACKAGE / "api" / "protocol").rglob("*.py"))
+        for module in sorted(_modules(path))
+        if _within(module, "outlast.api.lg.accept")
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+# What the assistant and cron services decide (outlast/service/assistants.py, crons.py):
+# every write of an assistant or a cron, after the app's handlers were asked, a system
+# assistant refused, a cron's schedule and run request checked; and the scheduler's
+# claims, which are the runtime's. A face that wrote one itself would skip those.
+ASSISTANT_AND_CRON_WRITES = {
+    "create_assistant",
+    "update_assistant",
+    "delete_assistant",
+    "set_latest_assistant_version",
+    "create_cron",
+    "update_cron",
+    "delete_cron",
+    "claim_crons",
+    "cron_fired",
+}
+
+
+def _store_calls_of(source: str, names: set[str]) -> set[str]:
+    """The methods of ``names`` called on anything named ``store`` (``ctx.store.x(…)``,
+    ``self.store.x(…)``, ``store.x(…)``), or taken from it to be called later."""
+    called: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if name == "store":
+                called.add(node.attr)
+    return called
+
+
+def test_the_assistant_and_cron_write_finder_sees_each_form() -> None:
+    source = (
+        "async def f(ctx, store):\n"
+        "    await ctx.store.create_assistant(assistant_id=1)\n"
+        "    await store.delete_cron(2)\n"
+        "    update = functools.partial(ctx.store.update_cron, principal=None)\n"
+        "    await ctx.store.get_assistant(3)\n"
+        "    await ctx.store.search_crons(4)\n"
+    )
+    found = _store_calls_of(source, ASSISTANT_AND_CRON_WRITES)
+    assert found == {"create_assistant", "delete_cron", "update_cron"}
+
+
+def test_faces_leave_assistants_and_crons_to_their_services() -> None:
+    wrong = []
+    for path in sorted((PACKAGE / "api").rglob("*.py")):
+        for name in sorted(_store_calls_of(path.read_text(), ASSISTANT_AND_CRON_WRITES)):
+            wrong.append(f"{path.relative_to(PACKAGE.parent)} calls store.{name}")
     assert not wrong, "\n".join(wrong)

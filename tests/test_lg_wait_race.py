@@ -12,6 +12,7 @@ import pytest
 from outlast.api.context import AppContext
 from outlast.api.lg import follow
 from outlast.api.lg.access import Found
+from outlast.service import handle
 from outlast.store import EventDraft, Store
 from outlast.store.lgthreads import native
 from outlast.vocabulary import EventType, RunStatus
@@ -31,7 +32,7 @@ async def test_a_wait_on_a_run_that_ended_before_the_watch_answers_without_waiti
     async def no_wait(event: Any, timeout: float) -> bool:
         raise AssertionError("waited for a notification that had already been sent")
 
-    monkeypatch.setattr(follow, "wait_for", no_wait)
+    monkeypatch.setattr(handle, "wait_for", no_wait)
     ctx = AppContext(store=store, registry=None, settings=make_settings(), worker=None)  # type: ignore[arg-type]
     over = await follow.wait_until_over(ctx, stale)
     assert over.run.status == RunStatus.COMPLETED

@@ -389,6 +389,12 @@ async def test_refused_commands_answer_the_spec_errors_and_change_nothing(store:
             await command(srv, thread_id, "input.respond", _respond("f" * 32, "x")),
             "no_such_interrupt",
         )
+        # an id that does not look like LangGraph's is still an id, not a value for
+        # the one interrupt pending
+        assert "not pending" in failed(
+            await command(srv, thread_id, "input.respond", _respond("not-an-id", "x")),
+            "no_such_interrupt",
+        )
         failed(
             await command(
                 srv,

@@ -1,6 +1,7 @@
 """The cold-path transitions (``outlast/store/transitions.py``) without a database: every
-branch of cancel, release, park, reap and set_ending, and the one definition of what a run
-owes. The store contract (tests/store_contract/) holds both backends to what is decided
+branch of cancel, release, park, reap and set_ending, the one definition of what a run
+owes, and what a new run does to its thread's active runs (LangGraph's multitask
+strategies). The store contract (tests/store_contract/) holds both backends to what is decided
 here; this holds the decisions themselves, case by case."""
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ import pytest
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS
 from outlast.store.records import Effect, Run
 from outlast.store.transitions import (
+    SUPERSEDED,
     Ask,
+    Busy,
     Change,
     Facts,
+    Multitask,
     cancel,
     compensates,
+    multitask,
     outlives_its_thread,
     owed,
     owes,
@@ -463,3 +468,81 @@ def test_a_run_outlives_its_deleted_thread_only_to_undo_what_it_did(
     given: Facts, kept: bool
 ) -> None:
     assert outlives_its_thread(given) is kept
+
+
+# -- a new run on a busy thread (multitask_strategy) ----------------------------------------
+
+NEW = "new"
+INPUT = "new input on the thread"
+STRATEGIES = ("reject", "interrupt", "rollback", "enqueue")
+
+
+def _decide(strategy: str, *busy: Busy) -> Multitask:
+    return multitask(strategy, busy, new_run=NEW, supersede_reason=INPUT)
+
+
+def _superseded_by(strategy: str) -> str:
+    return f"superseded by run {NEW} ({strategy})"
+
+
+# strategy -> what it does to one active run that asks nothing (queued, running, or
+# waiting on its own: a timer, a provider)
+ONE_ACTIVE = {
+    "reject": Multitask(refused_by="a"),
+    # the new run goes on from the state the cancelled one left, its effects kept
+    "interrupt": Multitask(cancel=(("a", Ask(_superseded_by("interrupt"), compensate=False)),)),
+    # the thread goes back to before the run, its effects undone, its LangGraph run gone
+    "rollback": Multitask(
+        cancel=(("a", Ask(_superseded_by("rollback"), compensate=True, rollback=True)),),
+        forget=("a",),
+    ),
+    "enqueue": Multitask(),  # the new run queues behind it
+}
+
+
+@pytest.mark.parametrize("status", [Q, R, W])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_multitask_on_one_active_run(strategy: str, status: RunStatus) -> None:
+    assert _decide(strategy, Busy("a", status)) == ONE_ACTIVE[strategy]
+
+
+@pytest.mark.parametrize("strategy", [*STRATEGIES, "anything else"])
+def test_an_idle_thread_takes_a_new_run_whatever_the_strategy(strategy: str) -> None:
+    assert _decide(strategy) == Multitask()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_run_that_asks_is_superseded_whatever_the_strategy(strategy: str) -> None:
+    decided = _decide(strategy, Busy("a", W, asking=True))
+    assert decided == Multitask(cancel=(("a", Ask.supersede(INPUT)),))
+    (_, ask), *_ = decided.cancel
+    assert ask.kind == SUPERSEDED and ask.compensate is False and not ask.rollback
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_cancelling_run_is_left_to_end_whatever_the_strategy(strategy: str) -> None:
+    assert _decide(strategy, Busy("a", CING)) == Multitask()
+
+
+def test_reject_refuses_even_with_a_run_to_supersede_and_does_nothing_else() -> None:
+    # the refusal is the whole answer: the asking run is not superseded either
+    decided = _decide("reject", Busy("a", W, asking=True), Busy("b", R), Busy("c", Q))
+    assert decided == Multitask(refused_by="b")
+    assert _decide("reject", Busy("a", W, asking=True), Busy("b", CING)) == Multitask(
+        cancel=(("a", Ask.supersede(INPUT)),)
+    )
+
+
+def test_every_active_run_is_handled_in_order() -> None:
+    busy = (Busy("a", W, asking=True), Busy("b", CING), Busy("c", R), Busy("d", Q))
+    assert _decide("rollback", *busy) == Multitask(
+        cancel=(
+            ("a", Ask.supersede(INPUT)),
+            ("c", Ask(_superseded_by("rollback"), compensate=True, rollback=True)),
+            ("d", Ask(_superseded_by("rollback"), compensate=True, rollback=True)),
+        ),
+        forget=("c", "d"),  # not the superseded one: its LangGraph run had ended
+    )
+    assert _decide("interrupt", *busy).forget == ()
+    assert _decide("enqueue", *busy) == Multitask(cancel=(("a", Ask.supersede(INPUT)),))
+    assert _decide("anything else", *busy) == _decide("enqueue", *busy)

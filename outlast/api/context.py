@@ -1,5 +1,5 @@
 """What the routes share: the store, the graphs, the settings, the embedded worker, and the
-run service bound to the calling principal."""
+run and thread services bound to the calling principal."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from outlast.config import Settings
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.worker import Worker
 from outlast.service import RunService
+from outlast.service.assistants import AssistantService
 from outlast.service.authz import NOBODY, Authz
+from outlast.service.crons import CronService
+from outlast.service.threads import ThreadService
 from outlast.store import Store
 
 
@@ -37,3 +40,18 @@ class AppContext:
         return RunService(
             self.store, self.registry, self.settings, self.worker, self.principal, self.authz
         )
+
+    @property
+    def threads(self) -> ThreadService:
+        """The thread service, as this request's principal sees it (a few fields: cheap)."""
+        return ThreadService(self.store, self.registry, self.principal, self.authz)
+
+    @property
+    def assistants(self) -> AssistantService:
+        """The assistant service, as this request's principal sees it."""
+        return AssistantService(self.store, self.registry, self.principal, self.authz)
+
+    @property
+    def crons(self) -> CronService:
+        """The cron service, as this request's principal sees it."""
+        return CronService(self.store, self.registry, self.principal, self.authz)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-import uuid
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Query, Request
 from starlette.requests import HTTPConnection
 
 from outlast.api.context import AppContext
-from outlast.errors import InvalidCursor, OutlastError, RunNotFound
+from outlast.errors import InvalidCursor, OutlastError
 from outlast.service.authz import NOBODY
 from outlast.store import ListCursor, Run
 
@@ -48,19 +47,6 @@ def checked_key(key: str | None) -> str | None:
     return key
 
 
-def run_key(run_id: str) -> str:
-    """A run id as the store and its notifications spell it; anything else is no run."""
-    try:
-        return str(uuid.UUID(run_id))
-    except ValueError:
-        raise RunNotFound(f"no run {run_id!r}") from None
-
-
-async def get_run_or_404(ctx: AppContext, run_id: str) -> Run:
-    """The caller's run (another principal's does not exist, as far as it can tell)."""
-    return await ctx.runs.get(run_id)
-
-
 # -- as FastAPI dependencies: what a route declares it needs -----------------------------
 
 
@@ -79,7 +65,7 @@ RUN_ID = Path(
 
 
 async def _run_of(ctx: Ctx, run_id: Annotated[str, RUN_ID]) -> Run:
-    return await get_run_or_404(ctx, run_id)
+    return await ctx.runs.get(run_id)
 
 
 # The run named by the path, seen by this request's principal (404 otherwise).

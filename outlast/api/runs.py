@@ -18,7 +18,6 @@ from outlast.api.edge import (
     IdempotencyKey,
     ListCursorParam,
     RunOf,
-    get_run_or_404,
     list_cursor,
 )
 from outlast.api.native import accepted, location, run_request, snapshot
@@ -32,6 +31,7 @@ from outlast.api.schemas import (
 )
 from outlast.api.sse import Cursor, counted, stream
 from outlast.secretbox import SecretBox
+from outlast.service.handle import ended
 from outlast.vocabulary import RunStatus
 
 router = APIRouter(prefix="/v1", tags=["runs"])
@@ -79,23 +79,12 @@ async def list_runs(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> RunPage:
     """Runs, newest first; follow ``next_cursor`` for older ones."""
-    runs = await ctx.store.list_runs(
-        principal=ctx.principal,
-        thread_id=thread_id,
-        status=status,
-        limit=limit + 1,
-        before=before,
-    )
-    page = runs[:limit]
-    more = len(runs) > limit
-    # the app's threads.search filter, on this page (a page may come back short)
-    page = [r for r in page if await ctx.runs.admits(r.thread_id, "search", {})]
-    # waiting runs say what they wait for here too (a console lists them by wait),
-    # read for the whole page at once
-    waits = await ctx.store.open_waits([r.id for r in page if r.status == RunStatus.WAITING])
+    # a page the app's threads.search filter thins may come back short; waiting runs
+    # say what they wait for here too (a console lists them by wait)
+    page = await ctx.runs.page(thread_id=thread_id, status=status, limit=limit, before=before)
     return RunPage(
-        runs=[RunSnapshot.of(r, waits.get(r.id, [])) for r in page],
-        next_cursor=list_cursor(page[-1]) if more and page else None,
+        runs=[RunSnapshot.of(r, page.of(r)) for r in page.runs],
+        next_cursor=list_cursor(page.last) if page.last is not None else None,
     )
 
 
@@ -153,13 +142,12 @@ async def stream_token(ctx: Ctx, run: RunOf) -> StreamToken:
 async def cancel_run(
     ctx: Ctx,
     response: Response,
-    run: RunOf,
+    run_id: Annotated[str, RUN_ID],
     body: Annotated[CancelRequest | None, Body()] = None,
 ) -> RunSnapshot:
     """Request cooperative cancellation. Idempotent: a finished run is returned as is."""
     reason = body.reason if body else "cancelled by request"
-    run = await ctx.runs.get(run.id, "update")  # the app's threads.update handler, if any
-    cancelled = await ctx.runs.cancel(run, reason)
+    cancelled = await (await ctx.runs.handle(run_id, "cancel")).cancel(reason)
     response.headers.update(location(cancelled.id))
     return RunSnapshot.of(cancelled)
 
@@ -176,10 +164,11 @@ async def run_result(
 ) -> JSONResponse:
     """``200`` with the snapshot (and result) once terminal; else ``202`` after at most
     ``wait`` seconds (capped by the server's ``result_wait_max``)."""
-    if wait > 0:
-        run = await ctx.runs.get_settled(run_id, min(wait, ctx.settings.result_wait_max))
-    else:
-        run = await get_run_or_404(ctx, run_id)
+    async with ctx.runs.watching(run_id) as handle:
+        run = handle.run
+        if wait > 0 and not run.terminal:
+            now = await handle.settle(ended, min(wait, ctx.settings.result_wait_max))
+            run = now.run if now is not None else run
     body = (await snapshot(ctx, run)).model_dump(mode="json")
     if run.terminal:
         return JSONResponse(body, status_code=200)

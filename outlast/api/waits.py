@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from outlast.api.document import declared
-from outlast.api.edge import RUN_ID, Ctx, IdempotencyKey, get_run_or_404
+from outlast.api.edge import RUN_ID, Ctx, IdempotencyKey
 from outlast.api.native import location, snapshot
 from outlast.api.schemas import InputRequest, RunSnapshot, SignalRequest, SignalResult
 
@@ -35,9 +35,9 @@ async def answer_wait(
     ``409`` if the wait is no longer open (a second answer never resumes twice), ``422``
     if the value does not match the wait's schema. With ``Idempotency-Key``, a retry of an
     answer that was already taken is recognised (``202``, ``Idempotent-Replayed: true``)."""
-    run = await get_run_or_404(ctx, run_id)
-    run, fresh = await ctx.runs.answer(
-        run, body.wait_id, body.value, source="input", key=idempotency_key
+    handle = await ctx.runs.handle(run_id, "answer")
+    run, fresh = await handle.answer(
+        body.value, source="input", key=idempotency_key, wait_id=body.wait_id
     )
     response.headers.update(location(run.id))
     if not fresh:

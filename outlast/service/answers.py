@@ -10,12 +10,14 @@ resumes the run. Every face that answers goes through ``prepared``: the store re
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
 
 from outlast.config import Settings
-from outlast.errors import InvalidAnswer, WaitNotOpen
+from outlast.errors import InvalidAnswer, WaitNotOpen, WhichWait
 from outlast.secretbox import SecretBox
 from outlast.service.admission import check_size
 from outlast.store import Wait
@@ -75,3 +77,49 @@ def prepared(settings: Settings, wait: Wait, value: Any, what: str = "the answer
     if wait.kind != WaitKind.AUTH:
         return value
     return SecretBox.from_settings(settings).seal_answer(value)
+
+
+_LOOKS_LIKE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def by_interrupt_id(answers: dict[str, Any], waits: Sequence[Wait]) -> dict[str, Any]:
+    """Answers keyed by interrupt id, as wait id → value; an id that is not pending
+    refuses them all (``WaitNotOpen``), rather than partly taking them."""
+    by_interrupt = {w.interrupt_id: w for w in waits}
+    unknown = sorted(k for k in answers if k not in by_interrupt)
+    if unknown:
+        raise WaitNotOpen(
+            f"resume names interrupts that are not pending: {unknown}; "
+            f"pending: {sorted(by_interrupt)}"
+        )
+    return {by_interrupt[k].id: v for k, v in answers.items()}
+
+
+def resumed_waits(resume: Any, waits: Sequence[Wait], strict: bool) -> dict[str, Any]:
+    """Which wait each part of a LangGraph ``Command(resume=…)`` answers (wait id →
+    value): a map keyed by interrupt id, or one value when exactly one interrupt is
+    pending. ``strict`` (LangGraph's ``strict_resume``): a map that names interrupts not
+    pending is refused (``WaitNotOpen``) rather than partly taken. A single value for a
+    run that asks several things is refused (``WhichWait``): which one it answers is
+    the client's to say. The messages are LangGraph's server's own."""
+    by_interrupt = {w.interrupt_id: w for w in waits}
+    if isinstance(resume, dict) and resume and any(k in by_interrupt for k in resume):
+        if strict:
+            return by_interrupt_id(resume, waits)
+        return {by_interrupt[k].id: v for k, v in resume.items() if k in by_interrupt}
+    if (
+        strict
+        and isinstance(resume, dict)
+        and resume
+        and all(_LOOKS_LIKE_ID.match(k) for k in resume)
+    ):
+        raise WaitNotOpen(
+            f"resume names interrupts that are not pending: {sorted(resume)}; "
+            f"pending: {sorted(by_interrupt)}"
+        )
+    if len(waits) == 1:
+        return {waits[0].id: resume}
+    raise WhichWait(
+        "When there are multiple pending interrupts, you must specify the interrupt id "
+        f"when resuming. Pending: {sorted(by_interrupt)}"
+    )

@@ -7,7 +7,7 @@ principal, and owns what the caller makes, but who else may touch it is the hand
 decision, as on LangGraph's server (``shared``; ``service/owners.py``). Its ``@auth.on``
 handlers are asked here, once per operation, by every
 face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A,
-MCP; assistants in ``api/lg/assistant_authz.py``, crons in ``api/lg/cron_authz.py``):
+MCP; assistants in ``service/assistants.py``, crons in ``service/crons.py``):
 ``None``/``True`` allows, ``False`` refuses (``403``), a dict is a filter on the
 resource's metadata (a thread that fails it does not exist for the caller: ``404`` on a
 read, absent from a search), and what the handler writes into ``value["metadata"]`` is

@@ -13,11 +13,10 @@ exist for it (``RunNotFound``), so existence never leaks through a status code.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import dataclasses
 import functools
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from outlast.runtime.worker import Worker
 from outlast.service.admission import admit, check_size, completed
 from outlast.service.answers import prepared
 from outlast.service.authz import NOBODY, Authz, configurable_of, matches
+from outlast.service.handle import NEEDS, RunHandle, Verb, run_key
 from outlast.service.owners import Owners
 from outlast.service.placement import LangGraphRun, OnThread, Placement
 from outlast.service.standing import (
@@ -42,8 +42,8 @@ from outlast.service.standing import (
     open_waits,
     standing,
 )
-from outlast.store import LgRun, NewRun, Run, Store, Wait
-from outlast.store.hub import STATUS, wait_for
+from outlast.store import LgRun, ListCursor, NewRun, Run, Store, Wait
+from outlast.store.hub import STATUS
 from outlast.store.outbox import NewWebhook
 from outlast.vocabulary import RunStatus
 
@@ -57,6 +57,19 @@ class Accepted:
     run: Run
     created: bool  # False: an idempotent replay, which starts nothing
     lg: LgRun | None = None  # the LangGraph run made with it, for that face's placement
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of runs as a face lists them: ``last`` is the run an older page starts
+    after (None: this is the last page), whether or not it was kept."""
+
+    runs: list[Run]
+    waits: dict[str, list[Wait]]
+    last: Run | None
+
+    def of(self, run: Run) -> list[Wait]:
+        return self.waits.get(run.id, [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +88,61 @@ class RunService:
 
     # -- reading ---------------------------------------------------------------------
 
-    async def get(self, run_id: str, action: str = "read") -> Run:
-        """The caller's run, or ``RunNotFound`` (also for another principal's, and for
-        one on a thread the app's ``threads`` handler filters out for ``action``)."""
-        try:
-            run_id = str(uuid.UUID(run_id))
-        except ValueError:
-            raise RunNotFound(f"no run {run_id!r}") from None
-        run = await self.store.get_run(run_id)
-        if run is None or not await self.owners.run(run, action):
+    async def handle(
+        self, run_id: str, verb: Verb = "read", value: dict[str, Any] | None = None
+    ) -> RunHandle:
+        """The caller's run for ``verb`` (``service/handle.py``), or ``RunNotFound``: also
+        for another principal's, and for one on a thread the app's ``threads`` handler
+        filters out for the action the verb needs (asked with ``value``)."""
+        key = run_key(run_id)
+        run = await self.store.get_run(key)
+        if run is None or not await self.owners.run(run, NEEDS[verb], value):
             raise RunNotFound(f"no run {run_id!r}")
-        return run
+        return RunHandle(self, run)
+
+    @contextlib.asynccontextmanager
+    async def watching(
+        self, run_id: str, verb: Verb = "read", value: dict[str, Any] | None = None
+    ) -> AsyncIterator[RunHandle]:
+        """``handle``, found inside a watch of the run's status that its ``states`` and
+        ``settle`` go on from: a wait that sees no change reads the run once."""
+        with self.store.hub.watch(STATUS, run_key(run_id)) as changed:
+            handle = await self.handle(run_id, verb, value)
+            yield dataclasses.replace(handle, watch=changed)
+
+    async def get(self, run_id: str, verb: Verb = "read") -> Run:
+        """The caller's run, as ``handle`` finds it."""
+        return (await self.handle(run_id, verb)).run
+
+    async def page(
+        self,
+        *,
+        thread_id: str | None = None,
+        status: RunStatus | None = None,
+        limit: int = 50,
+        before: ListCursor | None = None,
+        keep: Callable[[Run], bool] = lambda run: True,
+        action: str | None = "search",
+    ) -> Page:
+        """A page of the caller's runs, newest first (on a thread, everyone's the app's
+        ``auth.py`` shares), those the ``threads`` handler for ``action`` admits (None:
+        a thread the caller was admitted to already), with their open waits read for
+        the whole page at once. ``keep``: a face's own choice (its graph, its mark)."""
+        who = self.owners.scope if thread_id is not None else self.principal
+        runs = await self.store.list_runs(
+            principal=who, thread_id=thread_id, status=status, limit=limit + 1, before=before
+        )
+        more = len(runs) > limit
+        runs = runs[:limit]
+        last = runs[-1] if runs else None
+        kept = [
+            r
+            for r in runs
+            if keep(r) and (action is None or await self.admits(r.thread_id, action, {}))
+        ]
+        waiting = [r.id for r in kept if r.status == RunStatus.WAITING]
+        waits = await self.store.open_waits(waiting) if waiting else {}
+        return Page(kept, waits, last if more else None)
 
     async def admits(self, thread_id: str, action: str, value: dict[str, Any]) -> bool:
         """Whether the app's ``threads`` handler lets the caller ``action`` the thread
@@ -123,42 +180,6 @@ class RunService:
         """The open waits of ``run`` that a client answers now."""
         return answerable(await self.open_waits(run))
 
-    async def settled(self, run_id: str, at_most: float) -> Run | None:
-        """The run once it is terminal, or as it is after ``at_most`` seconds (None: it
-        is gone). Watched before it is read, so a change between the two is not missed."""
-        with self.store.hub.watch(STATUS, run_id) as changed:
-            run = await self.store.get_run(run_id)
-            return None if run is None else await self._until_terminal(run, changed, at_most)
-
-    async def get_settled(self, run_id: str, at_most: float) -> Run:
-        """``get`` (the caller's run, or ``RunNotFound``), then ``settled``: the one read
-        both need is made inside the watch, not once for each (a ``result?wait`` read
-        the run three times for what two reads tell)."""
-        try:
-            key = str(uuid.UUID(run_id))
-        except ValueError:
-            raise RunNotFound(f"no run {run_id!r}") from None
-        with self.store.hub.watch(STATUS, key) as changed:
-            run = await self.get(key)
-            return await self._until_terminal(run, changed, at_most) or run
-
-    async def _until_terminal(self, run: Run, changed: asyncio.Event, at_most: float) -> Run | None:
-        """Read again at each status change of ``run`` until it is terminal or
-        ``at_most`` seconds have passed; None when it is gone meanwhile."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + at_most
-        current: Run | None = run
-        while current is not None and not current.terminal:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            woke = await wait_for(changed, min(remaining, 5.0))
-            if not woke and loop.time() >= deadline:
-                break  # nothing changed: what was read is what it is
-            changed.clear()  # a change, or the safety net's look every 5 s
-            current = await self.store.get_run(run.id)
-        return current
-
     # -- accepting -------------------------------------------------------------------
 
     async def accept(
@@ -174,7 +195,7 @@ class RunService:
         With ``key``, the same request again returns the same run (``created`` False);
         the same key with another request is refused (``IdempotencyKeyReused``)."""
         if self.authz.active and not isinstance(placement, LangGraphRun):
-            # the LangGraph face asks before it looks at the thread (accept.start)
+            # a LangGraph run start asks before it looks at the thread (service/launch.py)
             value = {"metadata": request.metadata, "kwargs": {"config": request.config}}
             stamped = await self.authorize_run(request.thread_id, value)
             request = dataclasses.replace(request, metadata=stamped)
@@ -226,8 +247,8 @@ class RunService:
         for a retry of an answer already taken under the same ``key``. A second answer
         is refused (``WaitNotOpen``): exactly one of N concurrent answers resumes. An
         answer resumes the run, so the app's ``threads.create_run`` handler is asked, as
-        LangGraph's server asks it of a resume (the LangGraph face's resumes ask it in
-        ``accept.start``)."""
+        LangGraph's server asks it of a resume (a LangGraph resume asks it in
+        ``service/launch.py``)."""
         if self.authz.active:
             resume = {"command": {"resume": {wait_id: value}}, "config": run.config}
             await self.authorize_run(run.thread_id, {"run_id": run.id, "kwargs": resume})
@@ -332,7 +353,7 @@ class RunService:
         waiting = [r.id for r in runs if r.status == RunStatus.WAITING]
         waits = await self.store.open_waits(waiting) if waiting else {}
         chosen = [r for r in runs if lg_matches(r, standing(r, waits.get(r.id, [])), wanted)]
-        chosen = [r for r in chosen if await self.admits(r.thread_id, "update", {})]
+        chosen = [r for r in chosen if await self.admits(r.thread_id, NEEDS["cancel"], {})]
         for run in chosen:
             await self.cancel(run, reason, rollback_too=rollback_too)
         return len(chosen)

@@ -29,7 +29,7 @@ from typing import Literal
 from outlast.runtime.options import AFTER
 from outlast.runtime.policy import asks_for_the_runtime
 from outlast.store import Run, Thread, Wait, WaitStore
-from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitStatus
+from outlast.vocabulary import ANSWERABLE_KINDS, RunStatus, WaitKind, WaitStatus
 
 _BUSY = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING)
 
@@ -56,6 +56,26 @@ async def open_waits(store: WaitStore, run: Run) -> list[Wait]:
 
 
 NOT_WAITING = Standing()
+
+# Where a run stands as a task (A2A's and MCP's tasks), before each face's words: a client
+# is asked for input or for a credential, or the run goes on by itself (``working``,
+# also while it waits on a timer, a provider or a signal), or it has ended.
+TaskStance = Literal["submitted", "working", "input", "auth", "completed", "failed", "cancelled"]
+
+
+def task_stance(run: Run, waits: Sequence[Wait]) -> TaskStance:
+    if run.status == RunStatus.COMPLETED:
+        return "completed"
+    if run.status == RunStatus.FAILED:
+        return "failed"
+    if run.status == RunStatus.CANCELLED:
+        return "cancelled"
+    if run.status == RunStatus.QUEUED:
+        return "submitted"
+    asked = answerable(waits) if run.status == RunStatus.WAITING else []
+    if any(w.kind == WaitKind.AUTH for w in asked):
+        return "auth"
+    return "input" if asked else "working"
 
 
 def answerable(waits: Sequence[Wait]) -> list[Wait]:

@@ -5,7 +5,8 @@ What must hold on both backends, and is therefore here and not in SQL:
 
 - A new run on a thread and what it does to the thread's active runs (reject, cancel,
   queue behind, supersede an interrupted one) is one transaction under the thread's
-  lock: two clients starting runs on one thread cannot both see it idle.
+  lock: two clients starting runs on one thread cannot both see it idle. What it does
+  is decided in ``transitions.multitask``; this only locks, asks and applies.
 - A resume answers waits through the same conditional update as ``POST /v1/…/input``
   (``wait_ops.answer_in``): of two concurrent resumes of one interrupt exactly one lands, and
   a resume whose answers do not all land changes nothing.
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from outlast.errors import IdempotencyKeyReused, ThreadBusy
+from outlast.store import transitions
 from outlast.store.base import (
     EventDraft,
     LgRun,
@@ -32,7 +34,7 @@ from outlast.store.base import (
 )
 from outlast.store.options import StoreOptions, TTLStrategy
 from outlast.store.transition_ops import cancel_in, delete_thread_in
-from outlast.store.transitions import Ask
+from outlast.store.transitions import Busy
 from outlast.store.tx import Tx, TxProvider, append_events, stored_time
 from outlast.store.wait_ops import answer_in
 from outlast.vocabulary import RunStatus
@@ -203,24 +205,20 @@ class LangGraphOps(TxProvider):
                 replay = await _replayed(tx, new)
                 if replay is not None:
                     return replay
+            busy = []
             for row in await tx.rows("lg_thread_runs_active", thread_id=new.thread_id):
                 active = tx.run(row)
                 asking = active.status == RunStatus.WAITING and await _asking(tx, active.id)
-                if asking:
-                    await cancel_in(tx, active.id, Ask.supersede(supersede_reason))
-                elif active.status == RunStatus.CANCELLING:
-                    continue  # on its way out; the new run queues behind it
-                elif strategy == "reject":
-                    raise ThreadBusy(BUSY)
-                elif strategy in ("interrupt", "rollback"):
-                    # rollback discards the run's state (its worker restores the thread
-                    # before it ends, and the new run queues behind it), so its effects
-                    # are undone; interrupt keeps it for the new run, effects and all
-                    back = strategy == "rollback"
-                    reason = f"superseded by run {new.id} ({strategy})"
-                    await cancel_in(tx, active.id, Ask(reason, compensate=back, rollback=back))
-                    if strategy == "rollback":
-                        await tx.rows("lg_run_mark_deleted", run_id=active.id)
+                busy.append(Busy(active.id, active.status, asking))
+            decided = transitions.multitask(
+                strategy, busy, new_run=new.id, supersede_reason=supersede_reason
+            )
+            if decided.refused_by is not None:
+                raise ThreadBusy(BUSY)
+            for run_id, ask in decided.cancel:
+                await cancel_in(tx, run_id, ask)
+            for run_id in decided.forget:
+                await tx.rows("lg_run_mark_deleted", run_id=run_id)
             run, created = await self._insert_run(tx, new)
             if temporary:
                 await tx.rows("lg_thread_mark_temporary", thread_id=new.thread_id)

@@ -28,6 +28,12 @@ if all succeeded and rolled back whole if one failed; the server skips whatever 
 a failed statement. So the fences, the writes and the commit leave in one round trip
 with each fence's verdict decided on the server.
 
+One capability upstream lacks: ``acopy_thread`` (``threads.copy``), a thread's checkpoints,
+blobs and pending writes of every namespace copied as another thread's by three
+``INSERT … SELECT`` statements (``sql/postgres/queries_checkpoints.sql``) in one
+transaction, fenced as the other writes are when the saver holds a lease. ``aprune`` is
+upstream's (``keep_latest`` refuses a thread whose graph uses a ``DeltaChannel``).
+
 One change to ``aput`` and ``aput_writes``: upstream serializes the checkpoint's blobs
 and the task's writes in a thread; here they are serialized on the loop before the write
 is handed over. A step's state is a few kilobytes, cheaper to encode than a thread hop is
@@ -63,6 +69,7 @@ from outlast.store.base import EventLender, Lease
 from outlast.store.batcher import Statement
 from outlast.store.group_commit import FENCE, FENCE_REFUSED, AppendStatement, GroupCommit
 from outlast.store.outage import ride_out
+from outlast.store.sqlfiles import queries
 
 
 class FencedPostgresSaver(AsyncPostgresSaver):
@@ -155,6 +162,43 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             writes,
         )
         await self._commit([Statement(query, params, many=True)])
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Every checkpoint of ``source_thread_id`` (each namespace, ids and parents kept),
+        the blobs they name and their pending writes, as ``target_thread_id``'s; the
+        source is unchanged, and an unknown source copies nothing. ``ValueError``, and
+        nothing copied, if the target has a checkpoint already: a copy never merges two
+        lineages. One transaction (one snapshot), fenced first when the saver holds a
+        lease."""
+        sql = queries("postgres")
+        target = str(target_thread_id)
+        copy = {"source": str(source_thread_id), "target": target}
+        async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            # one snapshot for the check and the three copies: a run writing to the source
+            # meanwhile is copied up to a checkpoint, with that checkpoint's blobs and writes
+            await cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            await self._fence(cur)
+            await cur.execute(sql["cp_thread_has_checkpoints"], {"thread_id": target})
+            if await cur.fetchone() is not None:
+                raise ValueError(f"thread {target} has checkpoints already; copy to a new one")
+            for step in ("cp_copy_checkpoints", "cp_copy_blobs", "cp_copy_writes"):
+                await cur.execute(sql[step], copy)
+
+    async def _fence(self, cur: AsyncCursor[Any]) -> None:
+        """``outlast_fence()`` on ``cur``'s transaction when the saver holds a lease:
+        ``LeaseLost`` unless this worker still holds it at this epoch."""
+        lease = self.lease
+        if lease is None:
+            return
+        try:
+            await cur.execute(FENCE, (lease.run_id, lease.worker_id, lease.epoch))
+        except psycopg.Error as exc:
+            if exc.sqlstate == FENCE_REFUSED:
+                raise LeaseLost(
+                    f"run {lease.run_id}: checkpoint refused, lease epoch "
+                    f"{lease.epoch} is no longer held"
+                ) from exc
+            raise
 
     async def _commit(self, statements: list[Statement]) -> None:
         group = self.group

@@ -10,7 +10,8 @@ not N, whatever their retention loops' timing.
 
 A thread is pruned (``keep_latest``) inside the transaction that holds it (its row
 locked on Postgres, the write lock on SQLite): no run is accepted on it meanwhile, so
-no run writes checkpoints while its history is cut.
+no run writes checkpoints while its history is cut. The checkpoints are the saver's to
+prune (``aprune``, on both savers), as they are its to write and delete.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from langgraph.store.base import BaseStore
 
 from outlast.errors import ThreadBusy
 from outlast.store import item_backends
-from outlast.store.checkpoint_prune import keep_latest
 from outlast.store.options import ITEMS_SWEEP, THREADS_SWEEP, StoreOptions, TTLStrategy
 from outlast.store.transition_ops import delete_thread_in
 from outlast.store.tx import Tx, TxProvider
@@ -97,13 +97,15 @@ class SweepOps(TxProvider):
                     await _delete_rows(tx, thread_id)
                 else:
                     await self._keep_latest_in(tx, thread_id)
-        if strategy == "delete":  # the rows first; see runtime/retention.py
-            for thread_id in found:
-                await self.checkpointer().adelete_thread(thread_id)
+        if strategy == "delete" and found:  # the rows first; see runtime/retention.py
+            await self.checkpointer().aprune(found, strategy="delete")
         return found
 
     async def _keep_latest_in(self, tx: Tx, thread_id: str) -> None:
-        await keep_latest(self.checkpointer(), thread_id)
+        """Raises ``NotImplementedError`` for a thread the saver cannot prune (on Postgres,
+        one whose graph uses a ``DeltaChannel``: its state is rebuilt from older
+        checkpoints)."""
+        await self.checkpointer().aprune([thread_id], strategy="keep_latest")
         await tx.rows("lg_thread_mark_pruned", thread_id=thread_id)
 
 

@@ -386,3 +386,65 @@ def set_ending(facts: Facts, ending: dict[str, Any]) -> dict[str, Any]:
     if facts.status == RunStatus.CANCELLING and Ask.of(facts.error).rollback:
         return {**ending, "rollback": True}
     return ending
+
+
+# -- a new run on a busy thread (LangGraph's multitask_strategy) ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """One active run of a thread a new run is made on (queued, running, cancelling or
+    waiting), as the locked thread shows it: ``asking`` when it waits for a client's
+    answer (a human, auth, budget or reconciliation wait)."""
+
+    run_id: str
+    status: RunStatus
+    asking: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Multitask:
+    """What a new run does to its thread's active runs: refused (``refused_by``: the run
+    that makes the thread busy under ``reject``; nothing else is done), or each run of
+    ``cancel`` cancelled as its ``Ask`` says and the LangGraph runs of ``forget`` gone
+    for LangGraph's clients (a rollback). The new run then queues behind whatever is
+    still active."""
+
+    cancel: tuple[tuple[str, Ask], ...] = ()
+    forget: tuple[str, ...] = ()
+    refused_by: str | None = None
+
+
+def multitask(
+    strategy: str, busy: Sequence[Busy], *, new_run: str, supersede_reason: str
+) -> Multitask:
+    """LangGraph's ``multitask_strategy`` for a run ``new_run`` made on a thread whose
+    active runs are ``busy`` (decided under the thread's lock, with the new run's insert
+    in the same transaction).
+
+    - A run that asks a client something is superseded whatever the strategy (LangGraph
+      runs new input on an interrupted thread from its head): cancelled with
+      ``Ask.supersede``, its effects kept.
+    - A cancelling run is on its way out: the new run queues behind it.
+    - Any other active run: ``reject`` refuses the new run; ``interrupt`` cancels it,
+      keeping its state and its effects for the new run; ``rollback`` cancels it, undoes
+      its effects and puts the thread back where it was before it (its worker does, and
+      the new run queues behind it), and its LangGraph runs are gone; ``enqueue`` (and
+      any other word) leaves it, the new run queued behind it.
+    """
+    cancel: list[tuple[str, Ask]] = []
+    forget: list[str] = []
+    for run in busy:
+        if run.status == RunStatus.WAITING and run.asking:
+            cancel.append((run.run_id, Ask.supersede(supersede_reason)))
+        elif run.status == RunStatus.CANCELLING:
+            continue
+        elif strategy == "reject":
+            return Multitask(refused_by=run.run_id)
+        elif strategy in ("interrupt", "rollback"):
+            back = strategy == "rollback"
+            reason = f"superseded by run {new_run} ({strategy})"
+            cancel.append((run.run_id, Ask(reason, compensate=back, rollback=back)))
+            if back:
+                forget.append(run.run_id)
+    return Multitask(tuple(cancel), tuple(forget))

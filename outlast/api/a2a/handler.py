@@ -14,10 +14,8 @@ survives a restart and a subscription reads the store again. The SDK's JSON-RPC 
 
 from __future__ import annotations
 
-import asyncio
 import re
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.helpers import get_data_parts, get_message_text
@@ -52,13 +50,21 @@ from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
 from outlast.api.a2a import push
-from outlast.api.a2a.tasks import FINAL, INTERRUPTED, task_of
+from outlast.api.a2a.tasks import task_of
 from outlast.api.context import AppContext
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.errors import Fault, LimitReached, OutlastError, WaitNotOpen, fault_of
-from outlast.store import Run, Wait
-from outlast.store.hub import STATUS, wait_for
+from outlast.errors import (
+    Fault,
+    LimitReached,
+    NothingToResume,
+    OutlastError,
+    WaitNotOpen,
+    WhichWait,
+    fault_of,
+)
+from outlast.service.handle import RunHandle, Until, Verb, ended, needs_a_client
+from outlast.store import Run
 
 _CONTEXT = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
 CTX = "outlast.ctx"  # ServerCallContext.state: the request's AppContext (routes.py)
@@ -70,27 +76,20 @@ class OutlastHandler(RequestHandler):
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.id, context.state[GRAPH])
-        return task_of(run, await _waits(ctx, run))
+        handle = await _task(ctx, params.id, context.state[GRAPH])
+        return task_of(handle.run, await ctx.runs.open_waits(handle.run))
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
         ctx = _ctx(context)
-        thread = params.context_id or None
+        graph = context.state[GRAPH]
         # a context is a thread, which an app's auth.py may share; without one, the
         # caller's own tasks
-        who = ctx.runs.owners.scope if thread else ctx.principal
-        runs = await ctx.store.list_runs(
-            thread_id=thread, status=None, limit=50, before=None, principal=who
+        page = await ctx.runs.page(
+            thread_id=params.context_id or None, limit=50, keep=lambda r: r.graph == graph
         )
-        mine = [
-            r
-            for r in runs
-            if r.graph == context.state[GRAPH] and await ctx.runs.admits(r.thread_id, "search", {})
-        ]
-        waits = await ctx.store.open_waits([r.id for r in mine])
-        tasks = [task_of(r, waits.get(r.id, [])) for r in mine]
+        tasks = [task_of(r, page.of(r)) for r in page.runs]
         return ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
 
     # -- messages ----------------------------------------------------------------------
@@ -101,9 +100,8 @@ class OutlastHandler(RequestHandler):
         ctx = _ctx(context)
         run = await self._accept(ctx, params.message, context.state[GRAPH])
         if params.configuration.return_immediately:
-            return task_of(run, await _waits(ctx, run))
-        run, waits = await _settled(ctx, run.id, ctx.settings.result_wait_max)
-        return task_of(run, waits)
+            return task_of(run, await ctx.runs.open_waits(run))
+        return await _settled(ctx, run, needs_a_client)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -117,7 +115,7 @@ class OutlastHandler(RequestHandler):
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any]:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.id, context.state[GRAPH])
+        run = (await _task(ctx, params.id, context.state[GRAPH])).run
         if run.terminal:
             raise UnsupportedOperationError(
                 message=f"Task {run.id} is in terminal state: {run.status.value}"
@@ -127,12 +125,15 @@ class OutlastHandler(RequestHandler):
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.id, context.state[GRAPH], "update")
+        handle = await _task(ctx, params.id, context.state[GRAPH], "cancel")
+        run = handle.run
         if run.terminal:
             raise TaskNotCancelableError(message=f"Task {run.id} is {run.status.value}")
-        await ctx.runs.cancel(run, "canceled through A2A")
-        run, waits = await _settled(ctx, run.id, ctx.settings.result_wait_max, final_only=True)
-        return task_of(run, waits)
+        try:
+            await handle.cancel("canceled through A2A")
+        except OutlastError as exc:
+            raise refusal(exc) from None
+        return await _settled(ctx, run, ended)
 
     # -- push notifications, through the outbox (push.py) -------------------------------
 
@@ -140,7 +141,7 @@ class OutlastHandler(RequestHandler):
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        run = (await _task(ctx, params.task_id, context.state[GRAPH])).run
         made: TaskPushNotificationConfig = await push.create(ctx, run, params)
         return made
 
@@ -148,21 +149,21 @@ class OutlastHandler(RequestHandler):
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        run = (await _task(ctx, params.task_id, context.state[GRAPH])).run
         return await push.get(ctx, run, params.id)
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        run = (await _task(ctx, params.task_id, context.state[GRAPH])).run
         return ListTaskPushNotificationConfigsResponse(configs=await push.listed(ctx, run))
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
         ctx = _ctx(context)
-        run = await self._run(ctx, params.task_id, context.state[GRAPH])
+        run = (await _task(ctx, params.task_id, context.state[GRAPH])).run
         await push.get(ctx, run, params.id)  # an unknown config is an error, as in the SDK
         await push.delete(ctx, run, params.id)
 
@@ -172,21 +173,6 @@ class OutlastHandler(RequestHandler):
         raise UnsupportedOperationError(message="no extended agent card")
 
     # -- the run behind a task ---------------------------------------------------------
-
-    async def _run(self, ctx: AppContext, task_id: str, graph: str, action: str = "read") -> Run:
-        """The caller's run of this endpoint's graph (any other is no task here, nor one
-        on a context the app's ``threads`` handler filters out for ``action``)."""
-        try:
-            uuid.UUID(task_id)
-        except ValueError:
-            raise TaskNotFoundError(message=f"Task {task_id} not found") from None
-        try:
-            run = await ctx.store.get_run(task_id)
-        except OutlastError as exc:  # an outage is no "not found"
-            raise refusal(exc) from None
-        if run is None or run.graph != graph or not await ctx.runs.owners.run(run, action):
-            raise TaskNotFoundError(message=f"Task {task_id} not found")
-        return run
 
     async def _accept(self, ctx: AppContext, message: Message, graph: str) -> Run:
         if not message.message_id:
@@ -215,32 +201,18 @@ class OutlastHandler(RequestHandler):
     async def _answer(self, ctx: AppContext, message: Message, graph: str) -> Run:
         """A follow-up: the answer to what the task asks, exactly once. The message id is
         the answer's key: the same message again is recognised, and changes nothing."""
-        run = await self._run(ctx, message.task_id, graph, "create_run")
+        handle = await _task(ctx, message.task_id, graph, "answer")
+        run = handle.run
         if message.context_id and message.context_id != run.thread_id:
             raise InvalidParamsError(message=f"contextId is not task {run.id}'s")
-        key = f"a2a:{message.message_id}"
-        if any(w.answer_key == key for w in await ctx.store.list_waits(run.id)):
-            return run  # a retry of the follow-up that was taken: the task as it is now
-        if run.terminal:
-            raise UnsupportedOperationError(
-                message=f"Task {run.id} is in terminal state: {run.status.value}"
-            )
-        waits = await ctx.runs.asking(run)
-        if not waits:
-            raise UnsupportedOperationError(
-                message=f"Task {run.id} asks for nothing now: it is {run.status.value}"
-            )
-        if len(waits) > 1:
-            raise UnsupportedOperationError(
-                message=f"Task {run.id} asks {len(waits)} things at once; answer them through "
-                "POST /v1/runs/{id}/input, one wait at a time"
-            )
         try:
-            run, _ = await ctx.runs.answer(
-                run, waits[0].id, _answer_value(message), source="a2a", key=key
+            run, _ = await handle.answer(
+                _answer_value(message), source="a2a", key=f"a2a:{message.message_id}"
             )
         except WaitNotOpen as exc:
             raise UnsupportedOperationError(message=str(exc)) from None
+        except (NothingToResume, WhichWait):
+            raise UnsupportedOperationError(message=await _not_answerable(handle)) from None
         except OutlastError as exc:  # the answer's size or shape, or an outage
             raise refusal(exc) from None
         return run
@@ -290,43 +262,50 @@ def _answer_value(message: Message) -> Any:
     return data[0] if data else get_message_text(message)
 
 
-async def _waits(ctx: AppContext, run: Run) -> list[Wait]:
-    return await ctx.runs.open_waits(run)
+async def _task(ctx: AppContext, task_id: str, graph: str, verb: Verb = "read") -> RunHandle:
+    """The caller's run of this endpoint's graph, found by the run service for ``verb``
+    (any other is no task here); an outage is said as one, never as "not found"."""
+    try:
+        handle = await ctx.runs.handle(task_id, verb)
+    except OutlastError as exc:
+        if fault_of(exc) is Fault.NOT_FOUND:
+            raise TaskNotFoundError(message=f"Task {task_id} not found") from None
+        raise refusal(exc) from None
+    if handle.run.graph != graph:
+        raise TaskNotFoundError(message=f"Task {task_id} not found")
+    return handle
 
 
-async def _settled(
-    ctx: AppContext, run_id: str, at_most: float, *, final_only: bool = False
-) -> tuple[Run, list[Wait]]:
-    """The run once its task is final (or, unless ``final_only``, interrupted), or as it
-    is after ``at_most`` seconds (a client keeps following with GetTask or subscribe)."""
-    deadline = asyncio.get_running_loop().time() + at_most
-    async for run, waits in _states(ctx, run_id):
-        state = task_of(run, waits).status.state
-        done = state in FINAL or (not final_only and state in INTERRUPTED)
-        if done or asyncio.get_running_loop().time() >= deadline:
-            return run, waits
-    raise AssertionError("unreachable: _states never ends")  # pragma: no cover
+async def _not_answerable(handle: RunHandle) -> str:
+    """Why a follow-up that names no wait answers nothing, in A2A's words."""
+    now = await handle.now()
+    run = now.run if now is not None else handle.run
+    if run.terminal:
+        return f"Task {run.id} is in terminal state: {run.status.value}"
+    asked = now.asked if now is not None else []
+    if len(asked) > 1:
+        return (
+            f"Task {run.id} asks {len(asked)} things at once; answer them through "
+            "POST /v1/runs/{id}/input, one wait at a time"
+        )
+    return f"Task {run.id} asks for nothing now: it is {run.status.value}"
 
 
-async def _states(ctx: AppContext, run_id: str) -> AsyncIterator[tuple[Run, list[Wait]]]:
-    """The run now, then again at each status notification (at least every second: not
-    every transition notifies)."""
-    with ctx.store.hub.watch(STATUS, run_id) as changed:
-        while True:
-            changed.clear()
-            run = await ctx.store.get_run(run_id)
-            if run is None:
-                raise TaskNotFoundError(message=f"Task {run_id} not found")
-            yield run, await _waits(ctx, run)
-            await wait_for(changed, 1.0)
+async def _settled(ctx: AppContext, run: Run, until: Until) -> Task:
+    """The task once ``until`` accepts its run, or as it is after the server's longest
+    wait (a client keeps following with GetTask or subscribe)."""
+    now = await RunHandle(ctx.runs, run).settle(until, ctx.settings.result_wait_max)
+    if now is None:
+        raise TaskNotFoundError(message=f"Task {run.id} not found")
+    return task_of(now.run, now.waits)
 
 
 async def _follow(ctx: AppContext, run: Run) -> AsyncGenerator[Any]:
     """The task, then a status update at each change of its state, up to its end or its
     next question; read from the store, so it is the same after a restart."""
     last: int | None = None
-    async for found, waits in _states(ctx, run.id):
-        task = task_of(found, waits)
+    async for now in RunHandle(ctx.runs, run).states():
+        task = task_of(now.run, now.waits)
         state = task.status.state
         if last is None:
             yield task
@@ -339,5 +318,6 @@ async def _follow(ctx: AppContext, run: Run) -> AsyncGenerator[Any]:
                 task_id=task.id, context_id=task.context_id, status=task.status
             )
         last = state
-        if state in FINAL or state in INTERRUPTED:
+        if needs_a_client(now):
             return
+    raise TaskNotFoundError(message=f"Task {run.id} not found")

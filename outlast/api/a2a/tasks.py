@@ -18,31 +18,24 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from outlast.jsonable import to_jsonable
-from outlast.service.standing import answerable
+from outlast.service.standing import answerable, task_stance
 from outlast.store import Run, Wait
-from outlast.vocabulary import RunStatus, WaitKind
+from outlast.vocabulary import RunStatus
 
-_ENDS = {
-    RunStatus.COMPLETED: TaskState.TASK_STATE_COMPLETED,
-    RunStatus.FAILED: TaskState.TASK_STATE_FAILED,
-    RunStatus.CANCELLED: TaskState.TASK_STATE_CANCELED,
+STATES = {
+    "submitted": TaskState.TASK_STATE_SUBMITTED,
+    "working": TaskState.TASK_STATE_WORKING,
+    "input": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "auth": TaskState.TASK_STATE_AUTH_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "cancelled": TaskState.TASK_STATE_CANCELED,
 }
-INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
-FINAL = frozenset(_ENDS.values())
 
 
 def state_of(run: Run, waits: list[Wait]) -> int:
-    if run.status in _ENDS:
-        return _ENDS[run.status]
-    if run.status == RunStatus.QUEUED:
-        return TaskState.TASK_STATE_SUBMITTED
-    if run.status == RunStatus.WAITING:
-        asked = answerable(waits)
-        if any(w.kind == WaitKind.AUTH for w in asked):
-            return TaskState.TASK_STATE_AUTH_REQUIRED
-        if asked:
-            return TaskState.TASK_STATE_INPUT_REQUIRED
-    return TaskState.TASK_STATE_WORKING
+    """The run's task state (``service/standing.py``), in A2A's words."""
+    return STATES[task_stance(run, waits)]
 
 
 def _agent(run: Run, *parts: Part) -> Message:

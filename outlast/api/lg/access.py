@@ -13,14 +13,13 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from outlast.api.context import AppContext
-from outlast.errors import OutlastError, RunNotFound, ThreadNotFound
-from outlast.graph.factories import Access, AccessContext
+from outlast.errors import OutlastError, RunNotFound
+from outlast.graph.factories import AccessContext
 from outlast.runtime.policy import asks_for_the_runtime
-from outlast.service.authz import configurable_of
+from outlast.service.handle import RunHandle, Verb
 from outlast.service.standing import NOT_WAITING, Standing, lg_run_status, standing
 from outlast.store import LgRun, Run, Thread, Wait
 from outlast.store.base import system_assistant_id
-from outlast.store.items import for_principal
 from outlast.store.lgthreads import native
 from outlast.vocabulary import WaitStatus
 
@@ -49,8 +48,8 @@ async def find_thread(
     """The caller's thread, if the app's ``threads`` handler for ``action`` (asked with
     ``value``, which it may change: the caller reads it back) lets it through: a thread
     its filter leaves out does not exist. ``action`` None: asked already. Whose thread
-    it is, is the owner rule's (``service/owners.py``)."""
-    return await ctx.runs.owners.thread(thread_id, action, value)
+    it is, is the owner rule's (``service/owners.py``), asked by the thread service."""
+    return await ctx.threads.find(thread_id, action, value)
 
 
 async def thread_or_404(
@@ -59,20 +58,13 @@ async def thread_or_404(
     action: str | None = "read",
     value: dict[str, Any] | None = None,
 ) -> Thread:
-    thread = await find_thread(ctx, thread_id, action, value)
-    if thread is None:
-        raise ThreadNotFound(f"Thread with ID {thread_id} not found")
-    return thread
+    return await ctx.threads.get(thread_id, action, value)
 
 
 def graph_id_of(ctx: AppContext, thread: Thread) -> str:
     """The graph whose channels the thread's checkpoints hold: its latest run's, else the
-    one its metadata names, else the first configured."""
-    names = ctx.registry.names
-    for name in (thread.run_graph, thread.metadata.get("graph_id")):
-        if isinstance(name, str) and name in names:
-            return name
-    return names[0]
+    one its metadata names, else the first configured (the thread service's)."""
+    return ctx.threads.graph_id(thread)
 
 
 @contextlib.asynccontextmanager
@@ -82,23 +74,8 @@ async def thread_graph(
     """The thread's graph on the shared (unfenced) saver: for reading states
     (``threads.read``) and for updates a client makes between runs (``threads.update``),
     never for running. A factory gets the thread's latest run's config, so that it
-    builds the graph that run ran."""
-    graph_id = graph_id_of(ctx, thread)
-    configurable: dict[str, Any] = {}
-    if thread.run_id is not None and ctx.registry.is_factory(graph_id):
-        latest = await ctx.store.get_run(thread.run_id)
-        configurable = dict((latest.config.get("configurable") if latest else None) or {})
-    configurable.update(thread_id=thread.thread_id, graph_id=graph_id)
-    if ctx.authz.user is not None:  # who reads, as LangGraph's server says it
-        configurable.update(configurable_of(ctx.authz.user))
-    use = Access(
-        context,
-        ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
-        {"configurable": configurable},
-        ctx.principal,
-    )
-    async with ctx.registry.open(graph_id, use) as graph:
+    builds the graph that run ran (the thread service's)."""
+    async with ctx.threads.graph(thread, context) as graph:
         yield graph
 
 
@@ -146,31 +123,46 @@ class Found:
         return lg_run_status(self.run, self.latest, self.stands)
 
 
-async def lg_run_or_404(
+async def lg_handle_or_404(
     ctx: AppContext,
     thread_id: str | None,
     run_id: str,
-    action: str = "read",
+    verb: Verb = "read",
     value: dict[str, Any] | None = None,
-) -> Found:
+) -> tuple[Found, RunHandle]:
+    """The caller's LangGraph run (a stretch of an outlast run, or a run made through
+    ``/v1`` seen as one) on ``thread_id``, and the handle of the run behind it, found by
+    the run service for ``verb`` (the app's handler asked with ``value``)."""
     missing = RunNotFound(f"Run with ID {run_id} not found")
     try:
         uuid.UUID(run_id)
     except ValueError:
         raise missing from None
     lg = await ctx.store.lg_get_run(run_id)
-    run = await ctx.store.get_run(lg.run_id if lg else run_id)
-    if run is None or not ctx.runs.owners.owns(run.principal):
-        raise missing
+    try:
+        handle = await ctx.runs.handle(
+            lg.run_id if lg else run_id, verb, {"run_id": run_id, **(value or {})}
+        )
+    except RunNotFound:
+        raise missing from None
+    run = handle.run
     if lg is None:
         if await ctx.store.lg_runs_of_run(run.id):
             raise missing  # not a LangGraph run id
         lg = native(run, system_assistant_id(run.graph))
     if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
         raise missing
-    if not await ctx.runs.owners.run(run, action, {"run_id": run_id, **(value or {})}):
-        raise missing
-    return await found(ctx, lg, run)
+    return await found(ctx, lg, run), handle
+
+
+async def lg_run_or_404(
+    ctx: AppContext,
+    thread_id: str | None,
+    run_id: str,
+    verb: Verb = "read",
+    value: dict[str, Any] | None = None,
+) -> Found:
+    return (await lg_handle_or_404(ctx, thread_id, run_id, verb, value))[0]
 
 
 async def found(ctx: AppContext, lg: LgRun, run: Run) -> Found:

@@ -8,7 +8,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from outlast.api.lg.schemas import Offset
-from outlast.store.base import Assistant
 
 SortBy = Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"]
 SelectField = Literal[
@@ -29,15 +28,6 @@ class Filters(BaseModel):
     metadata: dict[str, Any] | None = None
     graph_id: str | None = None
     name: str | None = None
-
-    def matches(self, a: Assistant) -> bool:
-        """The store's filter, for the system assistants (exact value per metadata key,
-        case-insensitive name substring)."""
-        return (
-            all(k in a.metadata and a.metadata[k] == v for k, v in (self.metadata or {}).items())
-            and (not self.graph_id or a.graph_id == self.graph_id)
-            and (not self.name or self.name.lower() in a.name.lower())
-        )
 
 
 class SearchBody(Filters):

@@ -26,11 +26,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from outlast.api.edge import ctx_of
-from outlast.api.lg.assistants import find_assistant
 from outlast.errors import OutlastError
-from outlast.graph.factories import Access
 from outlast.jsonable import to_jsonable
-from outlast.store.items import for_principal
 
 log = logging.getLogger(__name__)
 
@@ -219,21 +216,6 @@ async def assistant_graph(
     request: Request, assistant_id: str
 ) -> AsyncIterator[tuple[str, Pregel[Any, Any, Any, Any]]]:
     """The assistant's graph id and graph, opened to be looked at (``assistants.read``:
-    a factory gets the assistant's config)."""
-    ctx = ctx_of(request)
-    found = await find_assistant(ctx, assistant_id)
-    config = dict(found.config)
-    config["configurable"] = {
-        **(found.config.get("configurable") or {}),
-        "assistant_id": found.assistant_id,
-        "graph_id": found.graph_id,
-    }
-    use = Access(
-        "assistants.read",
-        ctx.store.checkpointer(),
-        for_principal(ctx.store.items, ctx.principal, shared=ctx.authz.shared),
-        config,
-        ctx.principal,
-    )
-    async with ctx.registry.open(found.graph_id, use) as graph:
-        yield found.graph_id, graph
+    a factory gets the assistant's config; ``AssistantService.graph``)."""
+    async with ctx_of(request).assistants.graph(assistant_id) as opened:
+        yield opened

@@ -4,11 +4,13 @@ code (``accept.start``: the assistant, the thread, the multitask strategy, the r
 service's limits and ``new_run``) under the tick's idempotency key, so that a tick fired
 twice (its scheduler died before recording it) gets one run. The runtime's scheduler
 (``runtime/scheduler.py``) is handed ``firer(...)`` by whoever wires the worker, since
-the runtime cannot import a face.
+the runtime cannot import a face; which run a tick makes, and as whom, is the cron
+service's (``CronService.fire``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,35 +19,14 @@ from pydantic import ValidationError
 from outlast.api.context import AppContext
 from outlast.api.lg.accept import start
 from outlast.api.lg.access import Unprocessable
-from outlast.api.lg.cron_authz import tick_authz
 from outlast.api.lg.schemas import RunCreate
 from outlast.api.run_headers import RunHttp
 from outlast.config import Settings
 from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.scheduler import FireCron
+from outlast.service.crons import CronService, TickRun
 from outlast.store import Store
-from outlast.store.crons import Tick
-
-# The fields of a cron's body that make its runs (its ``payload``); the assistant and the
-# metadata are the cron's own.
-RUN_FIELDS = frozenset(
-    {
-        "input",
-        "config",
-        "context",
-        "stream_mode",
-        "stream_subgraphs",
-        "stream_resumable",
-        "checkpoint_during",
-        "durability",
-        "interrupt_before",
-        "interrupt_after",
-        "multitask_strategy",
-        "webhook",
-        "feedback_keys",
-    }
-)
 
 
 def run_request(
@@ -65,25 +46,25 @@ def run_request(
 
 
 def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron:
-    """How this process's scheduler makes a tick's run (its LangGraph run id). No eager
-    start: the run is queued and claimed as any other. langgraph.json's
-    ``disable_webhooks`` holds for them too (a tick has no request headers)."""
+    """How this process's scheduler makes a tick's run (its LangGraph run id): the cron
+    service says which run, as whom (``CronService.fire``), and the face's acceptance
+    makes it. No eager start: the run is queued and claimed as any other.
+    langgraph.json's ``disable_webhooks`` holds for them too (a tick has no request
+    headers)."""
     manifest = Manifest.read(settings.graphs_file)
     http = RunHttp.of_manifest(manifest)
 
-    async def fire(tick: Tick) -> str:
-        cron = tick.cron
+    async def make(run: TickRun) -> str:
         ctx = AppContext(
             store,
             registry,
             settings,
             None,
-            principal=cron.principal,
+            principal=run.principal,
             http=http,
-            authz=tick_authz(cron, registry.app_auth),  # its creator's user, no handler asked
+            authz=run.authz,  # its creator's user, no handler asked
         )
-        metadata = {**cron.metadata, "cron_id": cron.cron_id}
-        body = run_request(cron.assistant_id, cron.payload, metadata, cron.on_run_completed)
-        return (await start(ctx, cron.thread_id, body, tick.key)).lg.id
+        body = run_request(run.assistant_id, run.payload, run.metadata, run.on_completion)
+        return (await start(ctx, run.thread_id, body, run.key)).lg.id
 
-    return fire
+    return functools.partial(CronService(store, registry).fire, make=make)

@@ -2,19 +2,19 @@
 schedule, on a thread (``POST /threads/{thread_id}/runs/crons``) or each on a new thread
 (``POST /runs/crons``); search, count, update and delete under ``/runs/crons``.
 
-A cron is a run request and when to make it. The request (``payload``) is checked when
-the cron is made, as the acceptance of its runs will check it (``accept.checked``: its
-assistant, stream modes, config), and each tick's run is accepted from it by the same
-code as a client's (``cron_runs.py``). Bad input changes nothing: an unknown ``schedule``
-or ``timezone`` (or one that never fires) is a 422 that names the field, an unknown
-assistant 422, another principal's thread or cron 404.
+A cron is a run request and when to make it; what a request to these routes does is the
+cron service's (``service/crons.py``), and these routes translate. The request
+(``payload``) is checked when the cron is made, as the acceptance of its runs will check
+it (``accept.checked``: its assistant, stream modes, config), and each tick's run is
+accepted from it by the same code as a client's (``cron_runs.py``). Bad input changes
+nothing: an unknown ``schedule`` or ``timezone`` (or one that never fires) is a 422 that
+names the field, an unknown assistant 422, another principal's thread or cron 404.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Request, Response
@@ -23,19 +23,13 @@ from pydantic import Field, field_validator
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
 from outlast.api.lg.accept import checked
-from outlast.api.lg.access import Unprocessable, thread_or_404
-from outlast.api.lg.assistants import InvalidAssistant, resolve_assistant
-from outlast.api.lg.cron_authz import as_creator, authorized, filtered
-from outlast.api.lg.cron_runs import RUN_FIELDS, run_request
+from outlast.api.lg.cron_runs import run_request
 from outlast.api.lg.schemas import Offset, RunCreate, _Lenient
-from outlast.service.authz import matches
-from outlast.store import schedule
-from outlast.store.crons import Cron, CronQuery, NewCron
+from outlast.service.crons import RUN_FIELDS, Check, CronDraft
+from outlast.store import Assistant, schedule
+from outlast.store.crons import Cron
 
 router = APIRouter(tags=["langgraph"])
-# A search read whole, to match the app's filter in Python (its operators are not the
-# store's): the principal's crons, as thread searches read the principal's threads.
-EVERY = 1_000_000
 ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 CronId = Annotated[str, Path(max_length=100)]
 Schedule = Annotated[str, Field(min_length=1, max_length=200)]
@@ -157,51 +151,27 @@ def cron_json(c: Cron) -> dict[str, Any]:
     }
 
 
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    """A time without a zone is UTC, as LangGraph's server reads it."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=dt.UTC)
+def _checker(ctx: AppContext) -> Check:
+    """A cron's run request checked as the acceptance of its runs will check it
+    (``accept.checked``: its assistant, stream modes, config, input, webhook)."""
+
+    async def check(assistant_id: str, payload: Mapping[str, Any]) -> Assistant:
+        return await checked(ctx, run_request(assistant_id, payload, {}))
+
+    return check
 
 
-def _check_schedule(expression: str, timezone: str | None) -> None:
-    try:
-        schedule.check(expression, timezone, dt.datetime.now(dt.UTC))
-    except schedule.BadSchedule as exc:
-        raise Unprocessable(f"{exc.field}: {exc}") from None
-
-
-async def _made(ctx: AppContext, thread_id: str | None, body: CronCreate) -> dict[str, Any]:
-    _check_schedule(body.schedule, body.timezone)
-    payload = body.model_dump(include=set(RUN_FIELDS), exclude_unset=True)
-    assistant = await checked(ctx, run_request(body.assistant_id, payload, {}))
-    cron_id = str(uuid.uuid4())
-    asked: dict[str, Any] = {
-        "payload": payload,
-        "schedule": body.schedule,
-        "cron_id": cron_id,
-        "thread_id": thread_id,
-        "user_id": ctx.principal or None,
-        "end_time": body.end_time,
-        "metadata": dict(body.metadata or {}),
-    }
-    await ctx.authz.check("crons", "create", asked)  # may stamp the metadata
-    cron = await ctx.store.create_cron(
-        NewCron(
-            cron_id=cron_id,
-            principal=ctx.principal,
-            assistant_id=assistant.assistant_id,
-            thread_id=thread_id,
-            schedule=body.schedule,
-            timezone=body.timezone,
-            payload=as_creator(ctx, payload),
-            metadata=dict(asked.get("metadata") or {}),
-            enabled=body.enabled,
-            end_time=_aware(body.end_time),
-            on_run_completed=None if thread_id else body.on_run_completed or "delete",
-        )
+def _draft(body: CronCreate) -> CronDraft:
+    return CronDraft(
+        assistant_id=body.assistant_id,
+        schedule=body.schedule,
+        payload=body.model_dump(include=set(RUN_FIELDS), exclude_unset=True),
+        timezone=body.timezone,
+        end_time=body.end_time,
+        enabled=body.enabled,
+        on_run_completed=body.on_run_completed,
+        metadata=body.metadata,
     )
-    return cron_json(cron)
 
 
 @router.post("/threads/{thread_id}/runs/crons")
@@ -211,25 +181,15 @@ async def create_for_thread(
     """A cron whose runs go to the thread, one after another (``multitask_strategy``, by
     default ``enqueue``, says what a tick does while the thread's run is still going)."""
     ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id)
-    return await _made(ctx, thread_id, body)
+    return cron_json(await ctx.crons.create(thread_id, _draft(body), _checker(ctx)))
 
 
 @router.post("/runs/crons")
 async def create(request: Request, body: CronCreate) -> dict[str, Any]:
     """A cron whose every run gets a new thread, deleted after the run
     (``on_run_completed: delete``, the default) or kept (``keep``)."""
-    return await _made(ctx_of(request), None, body)
-
-
-async def _query(ctx: AppContext, q: CronCount) -> CronQuery:
-    """The caller's crons the filter means. A graph name stands for its system
-    assistant; an unknown assistant id matches nothing."""
-    assistant_id = q.assistant_id
-    if assistant_id is not None:
-        with contextlib.suppress(InvalidAssistant):
-            assistant_id = (await resolve_assistant(ctx, assistant_id)).assistant_id
-    return CronQuery(ctx.runs.owners.scope, assistant_id, q.thread_id, q.enabled, q.metadata)
+    ctx = ctx_of(request)
+    return cron_json(await ctx.crons.create(None, _draft(body), _checker(ctx)))
 
 
 @router.post("/runs/crons/search")
@@ -237,22 +197,17 @@ async def search(
     request: Request, response: Response, body: Annotated[CronSearch | None, Body()] = None
 ) -> list[dict[str, Any]]:
     """The caller's crons, one page; ``X-Pagination-Total`` counts every match."""
-    ctx = ctx_of(request)
     q = body or CronSearch()
-    where = await _query(ctx, q)
-    asked = {"assistant_id": q.assistant_id, "thread_id": q.thread_id}
-    wanted = await filtered(ctx, {**asked, "limit": q.limit, "offset": q.offset})
-    if wanted is None:
-        found = await ctx.store.search_crons(
-            where, limit=q.limit, offset=q.offset, sort_by=q.sort_by, sort_order=q.sort_order
-        )
-        total = await ctx.store.count_crons(where)
-    else:  # matched here: the store's metadata filter has no operators
-        every = await ctx.store.search_crons(
-            where, limit=EVERY, sort_by=q.sort_by, sort_order=q.sort_order
-        )
-        every = [c for c in every if matches(c.metadata, wanted)]
-        found, total = every[q.offset : q.offset + q.limit], len(every)
+    found, total = await ctx_of(request).crons.search(
+        assistant_id=q.assistant_id,
+        thread_id=q.thread_id,
+        enabled=q.enabled,
+        metadata=q.metadata,
+        limit=q.limit,
+        offset=q.offset,
+        sort_by=q.sort_by,
+        sort_order=q.sort_order,
+    )
     response.headers["X-Pagination-Total"] = str(total)
     if q.offset + len(found) < total:
         response.headers["X-Pagination-Next"] = str(q.offset + len(found))
@@ -265,14 +220,10 @@ async def search(
 
 @router.post("/runs/crons/count")
 async def count(request: Request, body: Annotated[CronCount | None, Body()] = None) -> int:
-    ctx = ctx_of(request)
     q = body or CronCount()
-    where = await _query(ctx, q)
-    wanted = await filtered(ctx, {"assistant_id": q.assistant_id, "thread_id": q.thread_id})
-    if wanted is None:
-        return await ctx.store.count_crons(where)
-    every = await ctx.store.search_crons(where, limit=EVERY)
-    return sum(1 for c in every if matches(c.metadata, wanted))
+    return await ctx_of(request).crons.count(
+        assistant_id=q.assistant_id, thread_id=q.thread_id, enabled=q.enabled, metadata=q.metadata
+    )
 
 
 @router.patch("/runs/crons/{cron_id}")
@@ -281,31 +232,10 @@ async def update(request: Request, cron_id: CronId, body: CronPatch) -> dict[str
     re-plans the next tick from now. The run request, changed, is checked again."""
     ctx = ctx_of(request)
     given = body.model_dump(exclude_unset=True)
-    asked = {**given, "cron_id": cron_id, "metadata": dict(body.metadata or {})}
-    current = await authorized(ctx, cron_id, "update", asked)  # may stamp the metadata
-    changes = {k: v for k, v in given.items() if v is not None and k not in RUN_FIELDS}
-    if asked["metadata"]:
-        changes["metadata"] = asked["metadata"]
-    if "end_time" in given:  # null clears it
-        changes["end_time"] = _aware(body.end_time)
-    if current.thread_id is not None:
-        changes.pop("on_run_completed", None)  # a thread's cron keeps its thread
-    if "schedule" in changes or "timezone" in changes:
-        _check_schedule(
-            changes.get("schedule", current.schedule), changes.get("timezone", current.timezone)
-        )
-    runs = {k: v for k, v in given.items() if v is not None and k in RUN_FIELDS}
-    if runs:
-        payload = {**current.payload, **runs}
-        await checked(ctx, run_request(current.assistant_id, payload, {}))
-        changes["payload"] = as_creator(ctx, runs) if "config" in runs else runs
-    updated = await ctx.store.update_cron(current.cron_id, changes, ctx.runs.owners.scope)
-    return cron_json(updated)
+    return cron_json(await ctx.crons.update(cron_id, given, _checker(ctx)))
 
 
 @router.delete("/runs/crons/{cron_id}", status_code=204)
 async def delete(request: Request, cron_id: CronId) -> Response:
-    ctx = ctx_of(request)
-    await authorized(ctx, cron_id, "delete", {"cron_id": cron_id})
-    await ctx.store.delete_cron(cron_id, ctx.runs.owners.scope)
+    await ctx_of(request).crons.delete(cron_id)
     return Response(status_code=204)

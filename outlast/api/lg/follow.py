@@ -30,8 +30,8 @@ from outlast.errors import OutlastError
 from outlast.jsonable import to_jsonable
 from outlast.runtime import live
 from outlast.runtime.waits import wait_interrupt
+from outlast.service.handle import RunHandle
 from outlast.store import RunStatus
-from outlast.store.hub import STATUS, wait_for
 from outlast.vocabulary import Frame
 
 _FROM_START = {"", "-1", "-", "0"}
@@ -172,27 +172,15 @@ async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSe
 
 async def wait_until_over(ctx: AppContext, f: Found) -> Found:
     """Until this LangGraph run is over: the run ended, or it asks a client for something
-    (or a later stretch exists). Woken by the run's status changes, as ``/v1`` result is:
-    a ``/wait`` reads no events.
-
-    ``f`` was read before the watch began, so the run is read again once watching: a run
-    that ended in between (another process's worker, a run of ten trivial nodes) sends its
-    last notification to nobody, and would be waited for until the safety-net timeout."""
-    with ctx.store.hub.watch(STATUS, f.run.id) as changed:
-        while True:
-            run = await ctx.store.get_run(f.run.id)
-            if run is None:
-                return f
-            # only a run that waits can have asked something, or been resumed since
-            f = (
-                await found(ctx, f.lg, run)
-                if run.status == RunStatus.WAITING
-                else replace(f, run=run)
-            )
-            if not f.latest or f.run.terminal or (f.run.status == RunStatus.WAITING and f.asking):
-                return f
-            await wait_for(changed, 5.0)
-            changed.clear()
+    (or a later stretch exists). Woken by the run's status changes, as ``/v1`` result is
+    (the run handle's states): a ``/wait`` reads no events."""
+    async for now in RunHandle(ctx.runs, f.run).states():
+        run = now.run
+        # only a run that waits can have asked something, or been resumed since
+        f = await found(ctx, f.lg, run) if run.status == RunStatus.WAITING else replace(f, run=run)
+        if not f.latest or f.run.terminal or (f.run.status == RunStatus.WAITING and f.asking):
+            break
+    return f
 
 
 async def final_body(ctx: AppContext, f: Found) -> Any:

@@ -29,6 +29,7 @@ from outlast.api.lg.access import (
     Unprocessable,
     found,
     found_of,
+    lg_handle_or_404,
     lg_run_or_404,
     thread_or_404,
 )
@@ -43,7 +44,8 @@ from outlast.api.lg.follow import (
 from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
 from outlast.api.lg.tokens import live_part
 from outlast.api.lg.views import run_json
-from outlast.store import LgRun, RunStatus
+from outlast.service.handle import RunHandle, ended
+from outlast.store import LgRun
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])
@@ -119,7 +121,7 @@ async def _watched(
 
 def _cancel_later(ctx: AppContext, f: Found, reason: str) -> None:
     """From a ``finally`` of a stream being closed: the cancel must outlive it."""
-    task = asyncio.get_running_loop().create_task(ctx.runs.cancel(f.run, reason))
+    task = asyncio.get_running_loop().create_task(RunHandle(ctx.runs, f.run).cancel(reason))
     _cancels.add(task)
     task.add_done_callback(_cancels.discard)
 
@@ -211,24 +213,16 @@ async def list_runs(
     for lg in stretches:
         if lg.run_id not in last or lg.from_seq > last[lg.run_id].from_seq:
             last[lg.run_id] = lg
-    runs = {
-        r.id: r
-        for r in await ctx.store.list_runs(
-            principal=ctx.runs.owners.scope,
-            thread_id=thread_id,
-            status=None,
-            limit=len(last) + 100,  # room for runs accepted since the first read
-            before=None,
-        )
-    }
-    waiting = [r.id for r in runs.values() if r.status == RunStatus.WAITING]
-    waits = await ctx.store.open_waits(waiting)
+    # the thread was admitted above: its runs are not asked about one by one
+    # room for runs accepted since the first read
+    of_thread = await ctx.runs.page(thread_id=thread_id, limit=len(last) + 100, action=None)
+    runs = {r.id: r for r in of_thread.runs}
     views = []
     for lg in stretches:
         run = runs.get(lg.run_id)
         if lg.deleted or run is None:
             continue
-        f = found_of(lg, run, last[run.id].id, waits.get(run.id, []))
+        f = found_of(lg, run, last[run.id].id, of_thread.of(run))
         view = run_json(lg, run, f.status)
         if status is None or view["status"] == status:
             views.append(view)
@@ -293,30 +287,31 @@ async def cancel_run(
     ``cancelled`` (``wait=1`` returns once it has). ``rollback`` also removes the run
     from the LangGraph face (404 afterwards)."""
     ctx = ctx_of(request)
-    f = await lg_run_or_404(ctx, thread_id, run_id, "update", {"action": action})
-    await _cancel(ctx, f, action)
-    if action == "rollback":
-        # answered once its run has ended, rolled back by its worker (as it always has
-        # been: its client reads the thread's state next)
-        await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)
+    f, handle = await lg_handle_or_404(ctx, thread_id, run_id, "cancel", {"action": action})
+    await _cancel(f, handle, action)
+    if not wait and action != "rollback":
+        return Response(status_code=202)
+    # a rollback is answered once its run has ended, rolled back by its worker (as it
+    # always has been: its client reads the thread's state next)
+    now = await handle.settle(ended, ctx.settings.result_wait_max)
     if not wait:
         return Response(status_code=202)
-    await ctx.runs.settled(f.run.id, ctx.settings.result_wait_max)
-    run = await ctx.store.get_run(f.run.id)
-    if run is None:
+    if now is None:
         return Response(status_code=204)
-    body = await final_body(ctx, await found(ctx, f.lg, run))
+    body = await final_body(ctx, await found(ctx, f.lg, now.run))
     base, _ = _paths(f)
     return JSONResponse(body, headers={"Location": f"{base}/join"})
 
 
-async def _cancel(ctx: AppContext, f: Found, action: str) -> None:
+async def _cancel(f: Found, handle: RunHandle, action: str) -> None:
     """An older stretch of a run ended at its interrupt: interrupting it stops nothing
     (the run goes on as a newer LangGraph run); rolling it back undoes the whole run,
     what came after it included."""
-    if f.latest or action == "rollback":
-        reason = f"cancelled through the LangGraph API (action={action})"
-        await ctx.runs.cancel(f.run, reason, rollback_too=action == "rollback")
+    reason = f"cancelled through the LangGraph API (action={action})"
+    if action == "rollback":
+        await handle.rollback(reason)
+    elif f.latest:
+        await handle.cancel(reason)
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
@@ -382,8 +377,10 @@ async def cancel_many(
         raise Unprocessable("give either thread_id with run_ids, or status")
     if body.run_ids is not None:
         for run_id in body.run_ids:
-            found = await lg_run_or_404(ctx, body.thread_id, run_id, "update", {"action": action})
-            await _cancel(ctx, found, action)
+            f, handle = await lg_handle_or_404(
+                ctx, body.thread_id, run_id, "cancel", {"action": action}
+            )
+            await _cancel(f, handle, action)
         return Response(status_code=204)
     reason = f"cancelled in bulk (action={action})"
     await ctx.runs.cancel_where(body.status or "all", reason, rollback_too=action == "rollback")

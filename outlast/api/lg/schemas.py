@@ -4,44 +4,23 @@ Fields follow the map (``langgraph-api-compat.md`` §A) and what ``langgraph_sdk
 the JS SDK actually send; unknown fields are ignored rather than refused, because the
 SDKs add fields release by release (``strict_resume`` appeared in 0.4.14) and a client a
 version ahead must still work. Values are checked for what the store cannot keep (NUL,
-lone surrogates, non-finite numbers), as on ``/v1``.
+lone surrogates, non-finite numbers), as on ``/v1``. The shapes protocol v2 reads too
+(the base, a run request, a command, a checkpoint) are in ``api/lgshared.py``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 
-from outlast.api.schemas import _check_storable
+from outlast.api.lgshared import CheckpointRef as CheckpointRef
+from outlast.api.lgshared import Command as Command
+from outlast.api.lgshared import Lenient
+from outlast.api.lgshared import RunCreate as RunCreate
 
-# Every mode the legacy run endpoints accept (§A.4); `tools` and `lifecycle` are v2 only.
-STREAM_MODES = frozenset(
-    {
-        "values",
-        "messages",
-        "messages-tuple",
-        "updates",
-        "events",
-        "debug",
-        "tasks",
-        "checkpoints",
-        "custom",
-    }
-)
-UNSUPPORTED_MODES: frozenset[str] = frozenset()
-
+_Lenient = Lenient  # the LangGraph face's own name for it
 _THREAD_ID = r"^[A-Za-z0-9_.:\-]{1,200}$"
-
-
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    @model_validator(mode="after")
-    def _storable(self) -> Self:
-        """Everything a body carries, checked once for what the store cannot keep."""
-        _check_storable(self.model_dump())
-        return self
 
 
 class SuperstepUpdate(_Lenient):
@@ -121,13 +100,6 @@ class ThreadPatch(_Lenient):
     ttl: ThreadTTL | Minutes | None = None
 
 
-class CheckpointRef(_Lenient):
-    checkpoint_id: str | None = Field(default=None, max_length=200)
-    checkpoint_ns: str = Field(default="", max_length=2000)
-    checkpoint_map: dict[str, Any] | None = None
-    thread_id: str | None = None
-
-
 class StateUpdate(_Lenient):
     values: dict[str, Any] | list[Any] | None = None
     as_node: str | None = Field(default=None, max_length=200)
@@ -145,52 +117,6 @@ class HistoryQuery(_Lenient):
     before: CheckpointRef | str | None = None
     metadata: dict[str, Any] | None = None
     checkpoint: CheckpointRef | None = None
-
-
-class Command(_Lenient):
-    resume: Any = None
-    update: dict[str, Any] | list[Any] | None = None
-    goto: Any = None
-
-
-class RunCreate(_Lenient):
-    """The body of every run-creating endpoint (stateful, stateless, stream, wait)."""
-
-    assistant_id: str = Field(max_length=200)
-    input: dict[str, Any] | list[Any] | None = None
-    command: Command | None = None
-    stream_mode: str | list[str] = Field(default_factory=lambda: ["values"])
-    stream_subgraphs: bool = False
-    stream_resumable: bool = False
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    checkpoint: CheckpointRef | None = None
-    checkpoint_id: str | None = Field(default=None, max_length=200)
-    checkpoint_during: bool | None = None
-    durability: Literal["sync", "async", "exit"] | None = None
-    interrupt_before: Literal["*"] | list[str] | None = None
-    interrupt_after: Literal["*"] | list[str] | None = None
-    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] = "enqueue"
-    if_not_exists: Literal["reject", "create"] = "reject"
-    on_disconnect: Literal["cancel", "continue"] = "continue"
-    on_completion: Literal["delete", "keep"] = "delete"
-    after_seconds: float | None = Field(default=None, ge=0, le=366 * 86400)
-    strict_resume: bool = False
-    webhook: str | None = None
-    feedback_keys: list[str] | None = None
-
-    def modes(self) -> list[str]:
-        """The requested modes; an empty list (useStream sends one) means ``values``."""
-        raw = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
-        modes = list(dict.fromkeys(raw)) or ["values"]
-        unknown = [m for m in modes if m not in STREAM_MODES]
-        if unknown:
-            raise ValueError(f"unknown stream_mode {unknown}; allowed: {sorted(STREAM_MODES)}")
-        return modes
-
-    def resumes(self) -> bool:
-        return self.command is not None and "resume" in self.command.model_fields_set
 
 
 class BulkCancel(_Lenient):

@@ -5,7 +5,8 @@ Prune is all or nothing when it refuses: a named thread with a run queued, runni
 cancelling or waiting answers 409 and nothing is pruned (a run must not lose the
 checkpoints it runs on, as a TTL never takes them). Threads the caller cannot see (not
 theirs, unknown, or left out by the app's ``threads.delete`` handler) are skipped and not
-counted, as LangGraph's ``pruned_count`` counts the threads pruned.
+counted, as LangGraph's ``pruned_count`` counts the threads pruned. What a prune does is
+the thread service's (``ThreadService.prune``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from fastapi import APIRouter, Body, Request
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.lg.access import Unprocessable, find_thread
 from outlast.api.lg.schemas import ThreadPrune
 
 router = APIRouter(tags=["langgraph"])
@@ -40,14 +40,5 @@ async def ttl_json(ctx: AppContext, thread_id: str) -> dict[str, Any] | None:
 async def prune_threads(request: Request, body: Annotated[ThreadPrune, Body()]) -> Any:
     """``{"pruned_count": n}``: ``delete`` as ``DELETE /threads/{id}`` for each,
     ``keep_latest`` keeps each thread with its latest checkpoint per namespace."""
-    ctx = ctx_of(request)
-    visible = [
-        thread_id
-        for thread_id in dict.fromkeys(body.thread_ids)
-        if await find_thread(ctx, thread_id, "delete") is not None
-    ]
-    try:
-        pruned = await ctx.store.lg_prune_threads(visible, body.strategy)
-    except NotImplementedError as exc:  # the saver cannot prune this graph's history
-        raise Unprocessable(f"keep_latest: {exc}") from None
+    pruned = await ctx_of(request).threads.prune(body.thread_ids, body.strategy)
     return {"pruned_count": len(pruned)}

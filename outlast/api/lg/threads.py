@@ -3,14 +3,13 @@ at the head or at a checkpoint, updated as a node; the history.
 
 A thread's status and values are not stored apart from its runs and checkpoints (two
 records of one fact drift): they are read from the latest run and the saver each time.
+What creating, copying and deleting a thread decide is the thread service's
+(``ctx.threads``, ``service/threads.py``); these routes translate HTTP to it and back.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import uuid
-from collections import defaultdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
@@ -31,7 +30,6 @@ from outlast.api.lg.access import (
 from outlast.api.lg.schemas import (
     HistoryQuery,
     StateAtCheckpoint,
-    Superstep,
     ThreadCount,
     ThreadCreate,
     ThreadPatch,
@@ -72,45 +70,21 @@ async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
 
 @router.post("/threads")
 async def create_thread(request: Request, body: Annotated[ThreadCreate, Body()]) -> Any:
+    """A new thread (with its ``supersteps`` applied, or none), or, under
+    ``if_exists=do_nothing``, the caller's existing one."""
     ctx = ctx_of(request)
-    thread_id = body.thread_id or str(uuid.uuid4())
-    asked: dict[str, Any] = {
-        "thread_id": thread_id,
-        "metadata": dict(body.metadata),
-        "if_exists": body.if_exists,
-    }
-    wanted = await ctx.authz.check("threads", "create", asked)  # may stamp the metadata
-    metadata = dict(asked.get("metadata") or {})
-    thread, created = await ctx.store.lg_create_thread(
-        thread_id, ctx.principal, metadata, ttl_minutes(body.ttl), ttl_strategy(body.ttl)
+    thread = await ctx.threads.create(
+        body.thread_id,
+        dict(body.metadata),
+        if_exists=body.if_exists,
+        ttl_minutes=ttl_minutes(body.ttl),
+        ttl_strategy=ttl_strategy(body.ttl),
+        supersteps=[
+            [StateUpdate(u.values, u.as_node) for u in step.updates]
+            for step in body.supersteps or []
+        ],
     )
-    if not created:
-        # the existing thread is returned only to whom it would be anyway: its owner (or,
-        # under auth.py, whom threads.read admits), and within create's own filter
-        # (GHSA-747p-c922-m55f: a conditional create skipped the filters)
-        seen = await ctx.runs.owners.thread(thread_id, "read")
-        theirs = seen is None or not matches(thread.metadata, wanted)
-        if body.if_exists == "raise" or theirs:
-            raise Conflict(f"Thread {thread_id} already exists")
-        return await view(ctx, thread)
-    if body.supersteps:
-        try:
-            await _apply_supersteps(ctx, thread, body.supersteps)
-        except Exception as exc:
-            # the thread is created with its supersteps or not at all
-            await ctx.store.lg_delete_thread(thread_id)
-            await ctx.store.checkpointer().adelete_thread(thread_id)
-            raise Unprocessable(f"supersteps: {type(exc).__name__}: {exc}") from None
-        thread = await thread_or_404(ctx, thread_id)
     return await view(ctx, thread)
-
-
-async def _apply_supersteps(ctx: AppContext, thread: Thread, supersteps: list[Superstep]) -> None:
-    config: Any = {"configurable": {"thread_id": thread.thread_id}}
-    async with thread_graph(ctx, thread, "threads.update") as graph:
-        for step in supersteps:
-            updates = [StateUpdate(u.values, u.as_node) for u in step.updates]
-            config = await graph.abulk_update_state(config, [updates])
 
 
 @router.get("/threads/{thread_id}")
@@ -217,10 +191,7 @@ async def patch_thread(
 async def delete_thread(request: Request, thread_id: ThreadId) -> Response:
     """The thread, its runs and their logs, and its checkpoints. A run still executing
     loses its lease (its row is gone) and its worker stops writing."""
-    ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id, "delete")
-    await ctx.store.lg_delete_thread(thread_id)
-    await ctx.store.checkpointer().adelete_thread(thread_id)
+    await ctx_of(request).threads.delete(thread_id)
     return Response(status_code=204)
 
 
@@ -229,43 +200,8 @@ async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
     """A new thread with the same metadata and the same checkpoints (the runs and their
     logs stay with the original)."""
     ctx = ctx_of(request)
-    source = await thread_or_404(ctx, thread_id)
-    target_id = str(uuid.uuid4())
-    asked: dict[str, Any] = {"thread_id": target_id, "metadata": {**source.metadata}}
-    await ctx.authz.check("threads", "create", asked)  # a copy is a new thread
-    metadata = dict(asked.get("metadata") or {})
-    await ctx.store.lg_create_thread(target_id, ctx.principal, metadata)
-    await _copy_checkpoints(ctx, source.thread_id, target_id)
-    copied = await thread_or_404(ctx, target_id)
-    return thread_json(copied, await read_state(ctx, _as_graph(copied, source)))
-
-
-def _as_graph(thread: Thread, like: Thread) -> Thread:
-    """A copy has no runs of its own: read it with the graph of its original."""
-    graph = like.run_graph or like.metadata.get("graph_id")
-    return dataclasses.replace(thread, run_graph=graph if isinstance(graph, str) else None)
-
-
-async def _copy_checkpoints(ctx: AppContext, source: str, target: str) -> None:
-    saver = ctx.store.checkpointer()
-    items = [t async for t in saver.alist({"configurable": {"thread_id": source}})]
-    for item in reversed(items):  # oldest first, so each parent exists before its child
-        conf = item.config["configurable"]
-        parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        config: Any = {
-            "configurable": {
-                "thread_id": target,
-                "checkpoint_ns": conf.get("checkpoint_ns", ""),
-                **({"checkpoint_id": parent} if parent else {}),
-            }
-        }
-        checkpoint = item.checkpoint
-        stored = await saver.aput(config, checkpoint, item.metadata, checkpoint["channel_versions"])
-        by_task: dict[str, list[tuple[str, Any]]] = defaultdict(list)
-        for task_id, channel, value in item.pending_writes or []:
-            by_task[task_id].append((channel, value))
-        for task_id, writes in by_task.items():
-            await saver.aput_writes(stored, writes, task_id)
+    copied = await ctx.threads.copy(thread_id)  # read with its original's graph
+    return thread_json(copied, await read_state(ctx, copied))
 
 
 @router.get("/threads/{thread_id}/state")

@@ -43,14 +43,9 @@ Step = Begin | Event | Gap | Done | live.Follower
 
 async def runs_of(ctx: AppContext, thread_id: str) -> list[Run]:
     """The thread's runs in acceptance order, seen by the calling principal."""
-    runs = await ctx.store.list_runs(
-        principal=ctx.runs.owners.scope,
-        thread_id=thread_id,
-        status=None,
-        limit=200,
-        before=None,
-    )
-    return sorted(runs, key=lambda r: r.pos)
+    # the thread was admitted when the walk began: its runs are not asked one by one
+    page = await ctx.runs.page(thread_id=thread_id, limit=200, action=None)
+    return sorted(page.runs, key=lambda r: r.pos)
 
 
 async def walk_thread(

@@ -15,44 +15,22 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from outlast.api.lg.access import Unprocessable
 from outlast.api.lg.views import error_of, run_json
 from outlast.config import Settings
-from outlast.store.outbox import Claimed, NewWebhook
-from outlast.vocabulary import ANSWERABLE_KINDS, EventType
+from outlast.service.launch import WEBHOOK_FORMAT as FORMAT
+from outlast.store.outbox import Claimed
+from outlast.vocabulary import EventType
 from outlast.webhooks.bodies import BodyStore
-from outlast.webhooks.urls import UnsafeUrl, check_url
 
-FORMAT = "langgraph"
-ENDS = (
-    EventType.RUN_WAITING,
-    EventType.RUN_COMPLETED,
-    EventType.RUN_FAILED,
-    EventType.RUN_CANCELLED,
-)
+# The subscription a run is made with is the run service's (service/launch.py).
+__all__ = ["FORMAT", "body"]
+
 _STATUS = {
     EventType.RUN_WAITING: "success",
     EventType.RUN_COMPLETED: "success",
     EventType.RUN_FAILED: "error",
     EventType.RUN_CANCELLED: "interrupted",
 }
-
-
-def subscription(settings: Settings, url: str, lg_run_id: str) -> NewWebhook:
-    """The run's subscription (its run and principal are set where the run is made);
-    422 for a URL outlast does not send to."""
-    try:
-        check_url(url, allow_private=settings.webhook_allow_private)
-    except UnsafeUrl as exc:
-        raise Unprocessable(f"webhook: {exc}") from None
-    return NewWebhook(
-        url=url,
-        events=ENDS,
-        format=FORMAT,
-        extra={"lg_run_id": lg_run_id},
-        once=True,
-        wait_kinds=tuple(sorted(ANSWERABLE_KINDS)),
-    )
 
 
 async def body(store: BodyStore, claimed: Claimed, settings: Settings) -> Any:

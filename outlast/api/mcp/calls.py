@@ -30,16 +30,15 @@ from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key
-from outlast.api.lg import assistant_authz
 from outlast.api.mcp import asking
 from outlast.api.mcp.results import tool_result
 from outlast.api.mcp.targets import Target, with_assistant
 from outlast.api.native import run_request
 from outlast.api.schemas import RunCreate
-from outlast.errors import Fault, LimitReached, OutlastError, fault_of
-from outlast.service.standing import answerable
+from outlast.errors import Fault, LimitReached, OutlastError, RunNotFound, fault_of
+from outlast.service.handle import RunHandle, Verb
 from outlast.store import Run
-from outlast.store.hub import EVENTS, wait_for
+from outlast.store.hub import EVENTS
 from outlast.vocabulary import EventType
 
 KEY_META = "outlast/idempotency_key"
@@ -108,40 +107,33 @@ async def start(
     request = with_assistant(run_request(body, target.graph, body.thread_id), target.assistant)
     try:
         if target.assistant is not None:  # assistants.read, not the search that listed it
-            await assistant_authz.runnable(ctx, target.assistant, target.name)
+            await ctx.assistants.runnable(target.assistant, target.name)
         made = await ctx.runs.accept(request, key=key)
     except OutlastError as exc:
         raise refused(exc) from None
     return made.run, key
 
 
-async def run_of(ctx: AppContext, run_id: str) -> Run:
+async def handle_of(ctx: AppContext, run_id: str, verb: Verb = "read") -> RunHandle:
     try:
-        return await ctx.runs.get(run_id)
+        return await ctx.runs.handle(run_id, verb)
     except OutlastError as exc:
         raise refused(exc) from None
 
 
 async def follow(
-    ctx: AppContext, mcp: ServerRequestContext[Any, Any], run_id: str, key: str
+    ctx: AppContext, mcp: ServerRequestContext[Any, Any], handle: RunHandle, key: str
 ) -> types.CallToolResult:
     """Wait for the run: its output, or, when nobody could answer its question, what it
-    asks."""
+    asks. Woken by each event of its log, which its progress notifications report."""
     progress = Progress(mcp)
-    with ctx.store.hub.watch(EVENTS, run_id) as moved:
-        while True:
-            moved.clear()
-            run = await run_of(ctx, run_id)
-            await progress.send(ctx, run)
-            waits = await ctx.runs.open_waits(run)
-            if run.terminal:
-                return tool_result(run, waits)
-            asked = answerable(waits)
-            if asked:
-                if await asking.ask(mcp, ctx.runs, run, asked, key):
-                    continue
-                return tool_result(run, waits)
-            await wait_for(moved, 1.0)
+    async for now in handle.states(EVENTS):
+        await progress.send(ctx, now.run)
+        if now.ended:
+            return tool_result(now.run, now.waits)
+        if now.asked and not await asking.ask(mcp, ctx.runs, now.run, now.asked, key):
+            return tool_result(now.run, now.waits)
+    raise refused(RunNotFound(f"no run {handle.id!r}"))
 
 
 class Progress:
@@ -191,31 +183,17 @@ class Inflight:
         return found[0] if found else None
 
 
-async def answer(ctx: AppContext, run: Run, arguments: dict[str, Any], key: str) -> Run:
-    """``outlast_answer``: the answer to what ``run`` asks, exactly once (a retry of the
-    same call, whose key took the answer already, changes nothing)."""
-    if any(w.answer_key == f"{key}:{w.id}" for w in await ctx.store.list_waits(run.id)):
-        return run
-    asked = await ctx.runs.asking(run)
+async def answer(
+    ctx: AppContext, handle: RunHandle, arguments: dict[str, Any], key: str
+) -> RunHandle:
+    """``outlast_answer``: the answer to what the run asks (the wait named by
+    ``wait_id``, or the one it asks), exactly once: a retry of the same call, whose key
+    took the answer already, changes nothing."""
     wanted = arguments.get("wait_id")
-    chosen = [w for w in asked if wanted is None or w.id == wanted]
-    if not chosen:
-        raise MCPError(
-            types.INVALID_PARAMS,
-            f"run {run.id} asks for nothing now: it is {run.status.value}"
-            if not asked
-            else f"run {run.id} has no open question {wanted!r}",
-        )
-    if len(chosen) > 1:
-        raise MCPError(
-            types.INVALID_PARAMS,
-            f"run {run.id} asks {len(chosen)} questions; name one with wait_id",
-        )
-    wait = chosen[0]
+    if wanted is not None and not isinstance(wanted, str):
+        raise MCPError(types.INVALID_PARAMS, "wait_id must be a string")
     try:
-        run, _ = await ctx.runs.answer(
-            run, wait.id, arguments.get("answer"), source="mcp", key=f"{key}:{wait.id}"
-        )
+        await handle.answer(arguments.get("answer"), source="mcp", key=key, wait_id=wanted)
     except OutlastError as exc:
         raise refused(exc) from None
-    return run
+    return handle

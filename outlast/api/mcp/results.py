@@ -17,7 +17,7 @@ import mcp_types as types
 
 from outlast.api.mcp.tools import ANSWER
 from outlast.jsonable import to_jsonable
-from outlast.service.standing import answerable
+from outlast.service.standing import TaskStance, answerable, task_stance
 from outlast.store import Run, Wait
 from outlast.vocabulary import RunStatus
 
@@ -86,16 +86,20 @@ def waiting_result(run: Run, asked: list[Wait]) -> types.CallToolResult:
     )
 
 
+STATUSES: dict[TaskStance, types.TaskStatus] = {
+    "submitted": "working",
+    "working": "working",
+    "input": "input_required",
+    "auth": "input_required",  # MCP has no state of its own for a credential
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+
 def status_of(run: Run, waits: list[Wait]) -> types.TaskStatus:
-    if run.status == RunStatus.COMPLETED:
-        return "completed"
-    if run.status == RunStatus.FAILED:
-        return "failed"
-    if run.status == RunStatus.CANCELLED:
-        return "cancelled"
-    if run.status == RunStatus.WAITING and answerable(waits):
-        return "input_required"
-    return "working"
+    """The run's task state (``service/standing.py``), in MCP's words."""
+    return STATUSES[task_stance(run, waits)]
 
 
 def task_of(run: Run, waits: list[Wait]) -> types.Task:

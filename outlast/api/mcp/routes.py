@@ -41,6 +41,7 @@ from outlast.api.mcp import calls, tasks
 from outlast.api.mcp.targets import target_of
 from outlast.api.mcp.tools import ANSWER, RESULT, Catalog, run_id_argument
 from outlast.errors import OutlastError
+from outlast.service.handle import RunHandle, Verb
 
 PATH = "/mcp"
 _MANAGER = "mcp_sessions"  # app.state: this lifespan's session manager
@@ -121,17 +122,19 @@ class Face:
         ctx = caller(mcp)
         arguments = params.arguments or {}
         if params.name in (ANSWER, RESULT):
-            run = await calls.run_of(ctx, run_id_argument(arguments))
+            verb: Verb = "answer" if params.name == ANSWER else "read"
+            handle = await calls.handle_of(ctx, run_id_argument(arguments), verb)
             key = calls.call_key(mcp)
             if params.name == ANSWER:
-                run = await calls.answer(ctx, run, arguments, key)
+                handle = await calls.answer(ctx, handle, arguments, key)
         else:
             target = await target_of(ctx, params.name)
             run, key = await calls.start(ctx, mcp, target, arguments)
+            handle = RunHandle(ctx.runs, run)
         session = calls.session_of(mcp)
-        self.inflight.add(session, mcp.request_id, run.id)
+        self.inflight.add(session, mcp.request_id, handle.id)
         try:
-            found = await calls.follow(ctx, mcp, run.id, key)
+            found = await calls.follow(ctx, mcp, handle, key)
         except Exception:  # not on cancellation (a BaseException): see Inflight
             self.inflight.done(session, mcp.request_id)
             raise
@@ -148,10 +151,10 @@ class Face:
             return
         ctx = caller(mcp)
         try:
-            run = await ctx.runs.get(run_id, "update")
+            handle = await ctx.runs.handle(run_id, "cancel")
         except OutlastError:  # another principal's request id on this session: not its run
             return
-        await ctx.runs.cancel(run, params.reason or "cancelled by the MCP client")
+        await handle.cancel(params.reason or "cancelled by the MCP client")
 
     async def task_calls(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext

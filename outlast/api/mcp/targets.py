@@ -27,8 +27,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from outlast.api.context import AppContext
-from outlast.api.lg import assistant_authz as authz
 from outlast.runtime.accept import RunRequest
+from outlast.service.assistants import kept
 from outlast.service.authz import Uncovered
 from outlast.store.base import Assistant
 
@@ -53,13 +53,13 @@ async def targets(ctx: AppContext) -> list[Target]:
         if name not in OWN  # a graph cannot hide outlast's own tools
     ]
     try:
-        wanted = await authz.search_filter(ctx, {"metadata": {}, "limit": _MOST, "offset": 0})
+        wanted = await ctx.assistants.search_filter({"metadata": {}, "limit": _MOST, "offset": 0})
     except Uncovered:  # OUTLAST_AUTH_DEFAULT=deny hides the assistants, not the whole list
         return graphs
     found, _ = await ctx.store.search_assistants(
         principal=ctx.runs.owners.scope, limit=_MOST, sort_by="created_at", sort_order="asc"
     )
-    mine = authz.kept(found, wanted)
+    mine = kept(found, wanted)
     taken = {t.name for t in graphs} | set(OWN)
     wants = {a.assistant_id: _UNSAFE.sub("_", a.name)[:56] or "assistant" for a in mine}
     counts = Counter(wants.values())

@@ -32,6 +32,7 @@ from outlast.api.mcp import calls
 from outlast.api.mcp.results import related, task_of
 from outlast.api.mcp.targets import target_of
 from outlast.errors import Fault, OutlastError, fault_of
+from outlast.service.handle import RunHandle, Verb, ended
 from outlast.store import Run
 
 TASKS_VERSION = "2025-11-25"  # the revision whose core has tasks (2026-07-28 moved them out)
@@ -66,11 +67,10 @@ async def task_call(
     return {"task": task_wire(run, await ctx.runs.open_waits(run))}
 
 
-async def _task_run(ctx: AppContext, task_id: str, action: str = "read") -> Run:
-    """The caller's run, if the app's ``threads`` handler for ``action`` admits its
-    thread (``read`` for get and result, ``update`` for cancel): else not found."""
+async def _task(ctx: AppContext, task_id: str, verb: Verb = "read") -> RunHandle:
+    """The caller's run, found by the run service for ``verb``: else not found."""
     try:
-        return await ctx.runs.get(task_id, action)
+        return await ctx.runs.handle(task_id, verb)
     except OutlastError as exc:
         if fault_of(exc) is Fault.NOT_FOUND:
             raise MCPError(types.INVALID_PARAMS, f"Task not found: {task_id}") from None
@@ -80,15 +80,16 @@ async def _task_run(ctx: AppContext, task_id: str, action: str = "read") -> Run:
 async def get(
     ctx: AppContext, mcp: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
 ) -> dict[str, Any]:
-    run = await _task_run(ctx, params.task_id)
+    run = (await _task(ctx, params.task_id)).run
     return task_wire(run, await ctx.runs.open_waits(run))
 
 
 async def result(
     ctx: AppContext, mcp: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
 ) -> dict[str, Any]:
-    run = await _task_run(ctx, params.task_id)
-    found = await calls.follow(ctx, mcp, run.id, run.idempotency_key or f"mcp:task:{run.id}")
+    handle = await _task(ctx, params.task_id)
+    run = handle.run
+    found = await calls.follow(ctx, mcp, handle, run.idempotency_key or f"mcp:task:{run.id}")
     payload = found.model_dump(by_alias=True, mode="json", exclude_none=True)
     payload["_meta"] = {**payload.get("_meta", {}), **related(run.id)}
     return payload
@@ -97,28 +98,25 @@ async def result(
 async def cancel(
     ctx: AppContext, mcp: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
 ) -> dict[str, Any]:
-    run = await _task_run(ctx, params.task_id, "update")
+    handle = await _task(ctx, params.task_id, "cancel")
+    run = handle.run
     if run.terminal:
         raise MCPError(
             types.INVALID_PARAMS, f"Cannot cancel task: already {task_of(run, []).status}"
         )
-    await ctx.runs.cancel(run, "cancelled through MCP (tasks/cancel)")
+    try:
+        await handle.cancel("cancelled through MCP (tasks/cancel)")
+    except OutlastError as exc:
+        raise calls.refused(exc) from None
     # A running run ends at its next step; a short wait gives the cancelled task back.
-    settled = await ctx.runs.settled(run.id, min(ctx.settings.result_wait_max, CANCEL_WAIT))
-    run = settled or run
-    return task_wire(run, await ctx.runs.open_waits(run))
+    now = await handle.settle(ended, min(ctx.settings.result_wait_max, CANCEL_WAIT))
+    if now is None:
+        return task_wire(run, [])
+    return task_wire(now.run, now.waits)
 
 
 async def listed(
     ctx: AppContext, mcp: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
 ) -> dict[str, Any]:
-    runs = await ctx.store.list_runs(
-        principal=ctx.principal, thread_id=None, status=None, limit=LISTED, before=None
-    )
-    mine = [
-        r
-        for r in runs
-        if calls.MARK in (r.metadata or {}) and await ctx.runs.admits(r.thread_id, "search", {})
-    ]
-    waits = await ctx.store.open_waits([r.id for r in mine]) if mine else {}
-    return {"tasks": [task_wire(r, waits.get(r.id, [])) for r in mine]}
+    page = await ctx.runs.page(limit=LISTED, keep=lambda r: calls.MARK in (r.metadata or {}))
+    return {"tasks": [task_wire(r, page.of(r)) for r in page.runs]}

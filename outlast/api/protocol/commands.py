@@ -32,7 +32,6 @@ from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.edge import checked_key, ctx_of
-from outlast.api.lg.access import find_thread
 from outlast.api.lg.threads import ThreadId
 from outlast.api.protocol.cursor import thread_head
 from outlast.api.protocol.methods import METHODS, Call, Handler, Refused
@@ -114,7 +113,7 @@ async def _run(
     key: str | None,
 ) -> Answer:
     try:
-        thread = await find_thread(ctx, thread_id)
+        thread = await ctx.runs.owners.thread(thread_id)
         # Before the command acts; another principal's thread is none of the caller's.
         head = await thread_head(ctx.store, thread_id) if thread is not None else 0
         result = await handler(Call(ctx, thread_id, thread, params, key))

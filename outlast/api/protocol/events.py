@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg.access import Unprocessable, find_thread, read_state
+from outlast.api.lg.access import Unprocessable, read_state
 from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.protocol.cursor import SUB_MAX, Position
 from outlast.api.protocol.tokens import Tokens
@@ -259,7 +259,7 @@ async def _gap(
         "seq": at,
     }
     snapshot = Part("values", [], None)
-    thread = await find_thread(ctx, thread_id)
+    thread = await ctx.runs.owners.thread(thread_id)
     if thread is None or not wanted.admits(snapshot):
         return
     state = await read_state(ctx, thread)

@@ -1,9 +1,10 @@
 """What each command does, in the terms of the run service and of the LangGraph face.
 
 Nothing here decides about a run. ``run.start``, ``input.respond`` and ``state.fork``
-become the LangGraph face's own acceptance (``api/lg/accept.py:start``: the assistant,
-the thread, limits, idempotency, the run service's accept or its exactly-once resume);
-``state.get`` and ``state.listCheckpoints`` are the face's state and history reads.
+are LangGraph run requests, started by the run service as the LangGraph face's are
+(``service/launch.py``: the assistant, the thread, limits, idempotency, the run
+service's accept or its exactly-once resume); ``state.get`` and
+``state.listCheckpoints`` are the LangGraph face's state and history reads.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg.accept import start
 from outlast.api.lg.access import graph_id_of, read_state
-from outlast.api.lg.schemas import CheckpointRef, Command, HistoryQuery, RunCreate
+from outlast.api.lg.schemas import HistoryQuery
 from outlast.api.lg.threads import history
 from outlast.api.lg.views import state_json
+from outlast.api.lgshared import CheckpointRef, Command, RunCreate, launcher
 from outlast.api.protocol import tree
 from outlast.api.protocol.params import (
     AgentGetTreeParams,
@@ -29,6 +30,8 @@ from outlast.api.protocol.params import (
     StateGetParams,
 )
 from outlast.errors import NothingToResume, WaitNotOpen
+from outlast.service.answers import by_interrupt_id
+from outlast.service.launch import Launched
 from outlast.store import LgRun, Run, Thread, Wait
 
 # What a run started through the protocol keeps in its log beside what every run logs
@@ -91,6 +94,14 @@ async def _replayed(call: Call, sent: Any) -> LgRun | None:
     return made
 
 
+async def start(
+    ctx: AppContext, thread_id: str, body: RunCreate, key: str | None, streamed: bool = True
+) -> Launched:
+    """A command's LangGraph run request, started (or its resume answered) by the run
+    service; ``streamed``: a client reads it as a stream (its modes are kept)."""
+    return await launcher(ctx).start(thread_id, body.launch_request(), key, streamed=streamed)
+
+
 def _assistant_of(call: Call, thread: Thread) -> str:
     """The assistant a command that names none runs: the thread's (its graph's)."""
     named = thread.metadata.get("assistant_id")
@@ -120,7 +131,9 @@ async def run_start(call: Call) -> dict[str, Any]:
         body = RunCreate(**common, input=p.input, multitask_strategy=strategy)
     try:
         made = await start(call.ctx, call.thread_id, body, call.key, streamed=True)
-    except (NothingToResume, WaitNotOpen):
+    except WaitNotOpen as exc:
+        raise Refused("no_such_interrupt", str(exc)) from None
+    except NothingToResume:
         raise Refused("no_such_interrupt", "the interrupt was answered already") from None
     return {"run_id": made.lg.id}
 
@@ -135,17 +148,12 @@ async def input_respond(call: Call) -> dict[str, Any]:
     pending = await _asking(call)
     if pending is None or call.thread is None:
         raise Refused("no_such_run", f"no run of thread {call.thread_id} waits for input")
-    _, waits = pending
-    answers = p.answers()
-    asked = {w.interrupt_id for w in waits}
-    unknown = sorted(i for i in answers if i not in asked)
-    if unknown:
-        raise Refused(
-            "no_such_interrupt",
-            f"interrupt {', '.join(unknown)} is not pending (answered already, or never "
-            f"asked); pending: {', '.join(sorted(asked))}",
-        )
-    command = Command(resume=answers, update=p.update, goto=p.goto_json())
+    try:  # a protocol answer always names its interrupt, whatever its id looks like
+        by_interrupt_id(p.answers(), pending[1])
+    except WaitNotOpen as exc:
+        raise Refused("no_such_interrupt", str(exc)) from None
+    # the run service takes them again, in its exactly-once update
+    command = Command(resume=p.answers(), update=p.update, goto=p.goto_json())
     body = RunCreate(
         assistant_id=_assistant_of(call, call.thread),
         command=command,
@@ -156,7 +164,9 @@ async def input_respond(call: Call) -> dict[str, Any]:
     )
     try:
         await start(call.ctx, call.thread_id, body, call.key, streamed=True)
-    except (NothingToResume, WaitNotOpen):
+    except WaitNotOpen as exc:  # never asked, or answered meanwhile: nothing was taken
+        raise Refused("no_such_interrupt", str(exc)) from None
+    except NothingToResume:
         raise Refused("no_such_interrupt", "the interrupt was answered already") from None
     return {}
 

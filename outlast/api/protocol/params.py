@@ -13,13 +13,13 @@ from typing import Any, Literal, Self
 
 from pydantic import AliasChoices, Field, ValidationError, model_validator
 
-from outlast.api.lg.schemas import _Lenient
+from outlast.api.lgshared import Lenient
 
 Namespace = list[str]
 _ID = Field(min_length=1, max_length=200)
 
 
-class RunStartParams(_Lenient):
+class RunStartParams(Lenient):
     assistant_id: str = _ID
     input: Any = None
     config: dict[str, Any] | None = None
@@ -30,7 +30,7 @@ class RunStartParams(_Lenient):
     )
 
 
-class RunSend(_Lenient):
+class RunSend(Lenient):
     node: str = _ID
     input: Any = None
 
@@ -38,13 +38,13 @@ class RunSend(_Lenient):
 Goto = str | RunSend | list[str | RunSend]
 
 
-class InputRespondEntry(_Lenient):
+class InputRespondEntry(Lenient):
     namespace: Namespace = Field(default_factory=list)
     interrupt_id: str = _ID
     response: Any
 
 
-class InputRespondParams(_Lenient):
+class InputRespondParams(Lenient):
     """``InputRespondOne`` (``interrupt_id`` and ``response``) or ``InputRespondMany``
     (``responses``), with the ``update`` / ``goto`` applied in the resuming step."""
 
@@ -79,35 +79,35 @@ class InputRespondParams(_Lenient):
         return self.goto.model_dump() if isinstance(self.goto, RunSend) else self.goto
 
 
-class InputMessage(_Lenient):
+class InputMessage(Lenient):
     role: Literal["user", "system"]
     content: str
     name: str | None = None
 
 
-class InputInjectParams(_Lenient):
+class InputInjectParams(Lenient):
     namespace: Namespace = Field(default_factory=list)
     message: InputMessage
 
 
-class StateGetParams(_Lenient):
+class StateGetParams(Lenient):
     namespace: Namespace = Field(default_factory=list)
     keys: list[str] | None = None
 
 
-class ListCheckpointsParams(_Lenient):
+class ListCheckpointsParams(Lenient):
     namespace: Namespace = Field(default_factory=list)
     limit: int = Field(default=100, ge=1, le=1000)
     before: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-class StateForkParams(_Lenient):
+class StateForkParams(Lenient):
     checkpoint_id: str = _ID
     input: Any = None
     config: dict[str, Any] | None = None
 
 
-class AgentGetTreeParams(_Lenient):
+class AgentGetTreeParams(Lenient):
     run_id: str | None = Field(default=None, min_length=1, max_length=100)
 
 

@@ -23,7 +23,6 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.lg.access import find_thread
 from outlast.api.protocol import commands
 from outlast.api.protocol.events import Filter, parse_request, thread_events
 from outlast.errors import OutlastError
@@ -47,7 +46,7 @@ def _success(command_id: Any, result: dict[str, Any]) -> dict[str, Any]:
 @router.websocket("/threads/{thread_id}/stream/events")
 async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
     ctx = ctx_of(websocket)
-    if await find_thread(ctx, thread_id) is None:
+    if await ctx.runs.owners.thread(thread_id) is None:
         await websocket.close(code=_NOT_FOUND)
         return
     await websocket.accept()
