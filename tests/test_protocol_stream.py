@@ -13,7 +13,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from outlast.api.lg import walk
+from outlast.api import thread_walk as walk
 from outlast.api.protocol.cursor import Position
 from outlast.store import Store
 from outlast.store.hub import THREADS

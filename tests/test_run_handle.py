@@ -46,7 +46,7 @@ NOT_A_FACE_VERB = {
     "a2a/push.py",
     "lg/webhook.py",
     "lg/access.py",
-    "lg/walk.py",
+    "thread_walk.py",
 }
 
 

@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from outlast import __version__, heap, taskdump
-from outlast.api import console, document, lg, problems
+from outlast.api import console, document, lg, problems, protocol
 from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
@@ -26,7 +26,6 @@ from outlast.api.lg.cron_runs import firer
 from outlast.api.limits import BodyLimitProblems
 from outlast.api.mcp import routes as mcp_routes
 from outlast.api.metrics_route import router as metrics_router
-from outlast.api.protocol.commands import router as protocol_commands_router
 from outlast.api.runs import router as runs_router
 from outlast.api.serving import Serving
 from outlast.api.threads import router as threads_router
@@ -131,7 +130,7 @@ def create_app(
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)
-    app.include_router(protocol_commands_router)
+    protocol.install(app)
     console.install(app)
     app.include_router(health_router)
     serving.report(app)

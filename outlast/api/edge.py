@@ -22,6 +22,8 @@ from outlast.service.authz import NOBODY
 from outlast.store import ListCursor, Run
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
+# A thread's id in a path, on every face (a UUID or a client's own name).
+ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 
 
 class BadHeader(OutlastError):

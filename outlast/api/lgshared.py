@@ -10,16 +10,20 @@
 - ``RunCreate``: a run request, as pydantic reads it; the run service takes it as a
   ``LaunchRequest`` (``service/launch.py``), through ``launcher``, bound to the request's
   caller, headers and the face's config check.
+- ``HistoryQuery``: a history read.
+- ``state_json``: a thread's state (LangGraph's ``StateSnapshot``) as both faces write it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Self
 
+from langgraph.types import StateSnapshot
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outlast.api.context import AppContext
 from outlast.api.schemas import _check_storable, check_config
+from outlast.jsonable import to_jsonable
 from outlast.service.launch import Launcher, LaunchRequest, stream_modes
 
 
@@ -38,6 +42,18 @@ class CheckpointRef(Lenient):
     checkpoint_ns: str = Field(default="", max_length=2000)
     checkpoint_map: dict[str, Any] | None = None
     thread_id: str | None = None
+
+
+class HistoryQuery(Lenient):
+    limit: int = Field(default=10, ge=1, le=1000)
+    before: CheckpointRef | str | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+
+    @property
+    def before_id(self) -> str | None:
+        before = self.before
+        return before if isinstance(before, str) or before is None else before.checkpoint_id
 
 
 class Command(Lenient):
@@ -113,3 +129,74 @@ def launcher(ctx: AppContext) -> Launcher:
     run gets in ``configurable`` and whether its webhooks are sent (langgraph.json
     ``http``), and the config check every face makes (``api/schemas.py:check_config``)."""
     return Launcher(ctx.runs, check_config, ctx.http.configurable, ctx.http.webhooks)
+
+
+# -- a thread's state, as both faces write it -------------------------------------------
+
+
+def interrupt_json(item: Any, with_schema: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": to_jsonable(item.value), "id": item.id}
+    schema = getattr(item, "response_schema", None)
+    if with_schema:
+        out["response_schema"] = schema if isinstance(schema, dict) else None
+    return out
+
+
+def checkpoint_json(config: Any, thread_id: str) -> dict[str, Any] | None:
+    configurable = (config or {}).get("configurable") or {}
+    if not configurable.get("checkpoint_id"):
+        return None
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable["checkpoint_id"],
+        "checkpoint_map": configurable.get("checkpoint_map"),
+    }
+
+
+EMPTY_STATE: dict[str, Any] = {
+    "values": {},
+    "next": [],
+    "tasks": [],
+    "metadata": None,
+    "created_at": None,
+    "checkpoint": None,
+    "parent_checkpoint": None,
+    "interrupts": [],
+    "checkpoint_id": None,
+    "parent_checkpoint_id": None,
+}
+
+
+def state_json(state: StateSnapshot, thread_id: str) -> dict[str, Any]:
+    checkpoint = checkpoint_json(state.config, thread_id)
+    if checkpoint is None:
+        return dict(EMPTY_STATE)
+    parent = checkpoint_json(state.parent_config, thread_id)
+    tasks = []
+    for task in state.tasks:
+        sub = task.state
+        tasks.append(
+            {
+                "id": task.id,
+                "name": task.name,
+                "path": to_jsonable(list(task.path)),
+                "error": repr(task.error) if task.error else None,
+                "interrupts": [interrupt_json(i, with_schema=False) for i in task.interrupts],
+                "checkpoint": (sub.get("configurable") if isinstance(sub, dict) else None),
+                "state": state_json(sub, thread_id) if isinstance(sub, StateSnapshot) else None,
+                "result": to_jsonable(task.result),
+            }
+        )
+    return {
+        "values": to_jsonable(state.values),
+        "next": list(state.next),
+        "tasks": tasks,
+        "metadata": to_jsonable(state.metadata),
+        "created_at": state.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "interrupts": [interrupt_json(i) for i in state.interrupts],
+        "checkpoint_id": checkpoint["checkpoint_id"],
+        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
+    }

@@ -11,11 +11,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from outlast.api.context import AppContext
 from outlast.api.document import declared
-from outlast.api.edge import Ctx, IdempotencyKey
+from outlast.api.edge import Ctx, IdempotencyKey, ThreadId
 from outlast.api.native import accepted, run_request, snapshot
 from outlast.api.schemas import RunSnapshot, ThreadRunCreate
 from outlast.errors import OutlastError, RunNotFound
@@ -28,8 +28,6 @@ from outlast.store import Run
 from outlast.store.items import for_principal
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
-
-ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 
 
 class BadThreadRequest(OutlastError):

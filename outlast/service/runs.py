@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,9 @@ from outlast.service.standing import (
     standing,
 )
 from outlast.store import LgRun, ListCursor, NewRun, Run, Store, Wait
+from outlast.store.base import system_assistant_id
 from outlast.store.hub import STATUS
+from outlast.store.lgthreads import native
 from outlast.store.outbox import NewWebhook
 from outlast.vocabulary import RunStatus
 
@@ -109,6 +112,38 @@ class RunService:
         with self.store.hub.watch(STATUS, run_key(run_id)) as changed:
             handle = await self.handle(run_id, verb, value)
             yield dataclasses.replace(handle, watch=changed)
+
+    async def lg_handle(
+        self,
+        thread_id: str | None,
+        run_id: str,
+        verb: Verb = "read",
+        value: dict[str, Any] | None = None,
+    ) -> tuple[LgRun, RunHandle]:
+        """A LangGraph run of the caller's on ``thread_id`` (None: any), and the handle of
+        the outlast run behind it: a stretch names its run; a run made on another face
+        is seen as one LangGraph run of the graph's own assistant. ``RunNotFound`` for
+        anything else (the same message as LangGraph's server)."""
+        missing = RunNotFound(f"Run with ID {run_id} not found")
+        try:
+            uuid.UUID(run_id)
+        except ValueError:
+            raise missing from None
+        lg = await self.store.lg_get_run(run_id)
+        try:
+            handle = await self.handle(
+                lg.run_id if lg else run_id, verb, {"run_id": run_id, **(value or {})}
+            )
+        except RunNotFound:
+            raise missing from None
+        run = handle.run
+        if lg is None:
+            if await self.store.lg_runs_of_run(run.id):
+                raise missing  # not a LangGraph run id
+            lg = native(run, system_assistant_id(run.graph))
+        if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
+            raise missing
+        return lg, handle
 
     async def get(self, run_id: str, verb: Verb = "read") -> Run:
         """The caller's run, as ``handle`` finds it."""

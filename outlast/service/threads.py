@@ -33,9 +33,15 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.types import StateUpdate
+from langgraph.types import StateSnapshot, StateUpdate
 
-from outlast.errors import PruneRefused, SuperstepsRefused, ThreadExists, ThreadNotFound
+from outlast.errors import (
+    PruneRefused,
+    SuperstepsRefused,
+    ThreadExists,
+    ThreadNotFound,
+    UnprocessableRequest,
+)
 from outlast.graph.factories import Access, AccessContext
 from outlast.graph.registry import GraphRegistry
 from outlast.service.authz import NOBODY, Authz, configurable_of, matches
@@ -111,6 +117,56 @@ class ThreadService:
         )
         async with self.registry.open(graph_id, use) as graph:
             yield graph
+
+    async def state(
+        self, thread: Thread, checkpoint: dict[str, Any] | None = None, subgraphs: bool = False
+    ) -> StateSnapshot:
+        """The thread's state, at ``checkpoint`` (its ``checkpoint_ns`` and
+        ``checkpoint_id``; None: the latest), as its graph reads it (``threads.read``)."""
+        configurable: dict[str, Any] = {"thread_id": thread.thread_id, "checkpoint_ns": ""}
+        if checkpoint:
+            configurable.update({k: v for k, v in checkpoint.items() if v is not None})
+            configurable["thread_id"] = thread.thread_id
+        async with self.graph(thread, "threads.read") as graph:
+            state: StateSnapshot = await graph.aget_state(
+                {"configurable": configurable}, subgraphs=subgraphs
+            )
+        return state
+
+    async def history(
+        self,
+        thread: Thread,
+        *,
+        limit: int,
+        before: str | None = None,
+        checkpoint: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[StateSnapshot]:
+        """The thread's states, newest first: at most ``limit``, older than checkpoint
+        ``before``, within ``checkpoint`` (a namespace, or one checkpoint), whose
+        metadata holds ``metadata``. A filter key the saver cannot query by is
+        ``UnprocessableRequest``."""
+        configurable: dict[str, Any] = {"thread_id": thread.thread_id}
+        configurable.update({k: v for k, v in (checkpoint or {}).items() if v is not None})
+        configurable["thread_id"] = thread.thread_id
+        before_config = (
+            {"configurable": {"thread_id": thread.thread_id, "checkpoint_id": before}}
+            if before
+            else None
+        )
+        async with self.graph(thread, "threads.read") as graph:
+            try:
+                return [
+                    s
+                    async for s in graph.aget_state_history(
+                        {"configurable": configurable},
+                        limit=limit,
+                        before=before_config,
+                        filter=metadata,
+                    )
+                ]
+            except ValueError as exc:  # the saver refuses a filter key it cannot query by
+                raise UnprocessableRequest(f"metadata filter: {exc}") from None
 
     # -- writing ---------------------------------------------------------------------
 

@@ -54,7 +54,6 @@ def install(app: FastAPI) -> None:
         thread_ttl,
         threads,
     )
-    from outlast.api.protocol import socket, stream
 
     modules = (
         system,
@@ -67,5 +66,5 @@ def install(app: FastAPI) -> None:
         runs,
         crons,
     )
-    for module in (*modules, stream, socket):
+    for module in modules:
         app.include_router(module.router)

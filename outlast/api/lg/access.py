@@ -4,96 +4,21 @@ run does not exist: ``404``, as on ``/v1``)."""
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.types import StateSnapshot
-
 from outlast.api.context import AppContext
-from outlast.errors import OutlastError, RunNotFound
-from outlast.graph.factories import AccessContext
+from outlast.errors import OutlastError
 from outlast.runtime.policy import asks_for_the_runtime
 from outlast.service.handle import RunHandle, Verb
 from outlast.service.standing import NOT_WAITING, Standing, lg_run_status, standing
 from outlast.store import LgRun, Run, Thread, Wait
-from outlast.store.base import system_assistant_id
-from outlast.store.lgthreads import native
 from outlast.vocabulary import WaitStatus
 
 
 class Conflict(OutlastError):
     status = 409
     title = "Conflict"
-
-
-class BadRequest(OutlastError):
-    status = 400
-    title = "Bad request"
-
-
-class Unprocessable(OutlastError):
-    status = 422
-    title = "Unprocessable request"
-
-
-async def find_thread(
-    ctx: AppContext,
-    thread_id: str,
-    action: str | None = "read",
-    value: dict[str, Any] | None = None,
-) -> Thread | None:
-    """The caller's thread, if the app's ``threads`` handler for ``action`` (asked with
-    ``value``, which it may change: the caller reads it back) lets it through: a thread
-    its filter leaves out does not exist. ``action`` None: asked already. Whose thread
-    it is, is the owner rule's (``service/owners.py``), asked by the thread service."""
-    return await ctx.threads.find(thread_id, action, value)
-
-
-async def thread_or_404(
-    ctx: AppContext,
-    thread_id: str,
-    action: str | None = "read",
-    value: dict[str, Any] | None = None,
-) -> Thread:
-    return await ctx.threads.get(thread_id, action, value)
-
-
-def graph_id_of(ctx: AppContext, thread: Thread) -> str:
-    """The graph whose channels the thread's checkpoints hold: its latest run's, else the
-    one its metadata names, else the first configured (the thread service's)."""
-    return ctx.threads.graph_id(thread)
-
-
-@contextlib.asynccontextmanager
-async def thread_graph(
-    ctx: AppContext, thread: Thread, context: AccessContext
-) -> AsyncIterator[Any]:
-    """The thread's graph on the shared (unfenced) saver: for reading states
-    (``threads.read``) and for updates a client makes between runs (``threads.update``),
-    never for running. A factory gets the thread's latest run's config, so that it
-    builds the graph that run ran (the thread service's)."""
-    async with ctx.threads.graph(thread, context) as graph:
-        yield graph
-
-
-async def read_state(
-    ctx: AppContext,
-    thread: Thread,
-    checkpoint: dict[str, Any] | None = None,
-    subgraphs: bool = False,
-) -> StateSnapshot:
-    configurable: dict[str, Any] = {"thread_id": thread.thread_id, "checkpoint_ns": ""}
-    if checkpoint:
-        configurable.update({k: v for k, v in checkpoint.items() if v is not None})
-        configurable["thread_id"] = thread.thread_id
-    async with thread_graph(ctx, thread, "threads.read") as graph:
-        state: StateSnapshot = await graph.aget_state(
-            {"configurable": configurable}, subgraphs=subgraphs
-        )
-    return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,29 +55,10 @@ async def lg_handle_or_404(
     verb: Verb = "read",
     value: dict[str, Any] | None = None,
 ) -> tuple[Found, RunHandle]:
-    """The caller's LangGraph run (a stretch of an outlast run, or a run made through
-    ``/v1`` seen as one) on ``thread_id``, and the handle of the run behind it, found by
-    the run service for ``verb`` (the app's handler asked with ``value``)."""
-    missing = RunNotFound(f"Run with ID {run_id} not found")
-    try:
-        uuid.UUID(run_id)
-    except ValueError:
-        raise missing from None
-    lg = await ctx.store.lg_get_run(run_id)
-    try:
-        handle = await ctx.runs.handle(
-            lg.run_id if lg else run_id, verb, {"run_id": run_id, **(value or {})}
-        )
-    except RunNotFound:
-        raise missing from None
-    run = handle.run
-    if lg is None:
-        if await ctx.store.lg_runs_of_run(run.id):
-            raise missing  # not a LangGraph run id
-        lg = native(run, system_assistant_id(run.graph))
-    if lg.deleted or (thread_id is not None and lg.thread_id != thread_id):
-        raise missing
-    return await found(ctx, lg, run), handle
+    """The caller's LangGraph run on ``thread_id`` as the face reads it, and the handle of
+    the run behind it, found by the run service for ``verb`` (``RunService.lg_handle``)."""
+    lg, handle = await ctx.runs.lg_handle(thread_id, run_id, verb, value)
+    return await found(ctx, lg, handle.run), handle
 
 
 async def lg_run_or_404(

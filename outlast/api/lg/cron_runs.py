@@ -18,10 +18,10 @@ from pydantic import ValidationError
 
 from outlast.api.context import AppContext
 from outlast.api.lg.accept import start
-from outlast.api.lg.access import Unprocessable
 from outlast.api.lg.schemas import RunCreate
 from outlast.api.run_headers import RunHttp
 from outlast.config import Settings
+from outlast.errors import UnprocessableRequest
 from outlast.graph.manifest import Manifest
 from outlast.graph.registry import GraphRegistry
 from outlast.runtime.scheduler import FireCron
@@ -42,7 +42,7 @@ def run_request(
     try:
         return RunCreate.model_validate(body)
     except ValidationError as exc:
-        raise Unprocessable(f"the cron's run request: {exc}") from None
+        raise UnprocessableRequest(f"the cron's run request: {exc}") from None
 
 
 def firer(store: Store, registry: GraphRegistry, settings: Settings) -> FireCron:

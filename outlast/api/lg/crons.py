@@ -21,7 +21,7 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field, field_validator
 
 from outlast.api.context import AppContext
-from outlast.api.edge import ctx_of
+from outlast.api.edge import ThreadId, ctx_of
 from outlast.api.lg.accept import checked
 from outlast.api.lg.cron_runs import run_request
 from outlast.api.lg.schemas import Offset, RunCreate, _Lenient
@@ -30,7 +30,6 @@ from outlast.store import Assistant, schedule
 from outlast.store.crons import Cron
 
 router = APIRouter(tags=["langgraph"])
-ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 CronId = Annotated[str, Path(max_length=100)]
 Schedule = Annotated[str, Field(min_length=1, max_length=200)]
 TimeZone = Annotated[str, Field(min_length=1, max_length=100)]

@@ -21,12 +21,13 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 
 from outlast.api.context import AppContext
-from outlast.api.lg.access import Found, Unprocessable, found, read_state, thread_or_404
+from outlast.api.lg.access import Found, found
 from outlast.api.lg.tokens import Tokens, seq_part
-from outlast.api.lg.views import error_of, interrupt_json
+from outlast.api.lg.views import error_of
 from outlast.api.lg.wire import MESSAGE_MODES, Wire, base_modes, ends_stretch, frame
+from outlast.api.lgshared import interrupt_json
 from outlast.api.sse import Gap, follow_run
-from outlast.errors import OutlastError
+from outlast.errors import OutlastError, UnprocessableRequest
 from outlast.jsonable import to_jsonable
 from outlast.runtime import live
 from outlast.runtime.waits import wait_interrupt
@@ -47,7 +48,7 @@ def cursor_of(last_event_id: str | None, lg_from: int) -> int:
     if raw in _FROM_START:
         return lg_from
     if not _ID.match(raw):
-        raise Unprocessable(
+        raise UnprocessableRequest(
             f"Last-Event-ID {raw[:40]!r} is not an event id of this server (ids are the "
             "run's event seqs; -1 replays from the start)"
         )
@@ -165,7 +166,7 @@ async def _gap(ctx: AppContext, f: Found, gap: Gap, wire: Wire) -> list[ServerSe
     }
     frames = [frame(Frame.GAP, data, gap.resume_at)]
     if "values" in wire.modes:
-        state = await read_state(ctx, await thread_or_404(ctx, f.lg.thread_id))
+        state = await ctx.threads.state(await ctx.threads.get(f.lg.thread_id))
         frames.append(frame("values", to_jsonable(state.values), gap.resume_at))
     return frames
 
@@ -192,8 +193,8 @@ async def final_body(ctx: AppContext, f: Found) -> Any:
         return {"__error__": error_of(run.error)}
     if run.status == RunStatus.COMPLETED and f.latest and run.result is not None:
         return run.result
-    thread = await thread_or_404(ctx, f.lg.thread_id)
-    state = await read_state(ctx, thread)
+    thread = await ctx.threads.get(f.lg.thread_id)
+    state = await ctx.threads.state(thread)
     values = to_jsonable(state.values)
     if (state.interrupts or f.asked) and f.asking:
         body = dict(values) if isinstance(values, dict) else {}

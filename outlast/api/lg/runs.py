@@ -22,17 +22,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from outlast.api.context import AppContext
-from outlast.api.edge import checked_key, ctx_of
+from outlast.api.edge import ThreadId, checked_key, ctx_of
 from outlast.api.lg.accept import start
-from outlast.api.lg.access import (
-    Found,
-    Unprocessable,
-    found,
-    found_of,
-    lg_handle_or_404,
-    lg_run_or_404,
-    thread_or_404,
-)
+from outlast.api.lg.access import Found, found, found_of, lg_handle_or_404, lg_run_or_404
 from outlast.api.lg.follow import (
     cursor_of,
     final_body,
@@ -44,12 +36,12 @@ from outlast.api.lg.follow import (
 from outlast.api.lg.schemas import MAX_OFFSET, BulkCancel, RunCreate
 from outlast.api.lg.tokens import live_part
 from outlast.api.lg.views import run_json
+from outlast.errors import UnprocessableRequest
 from outlast.service.handle import RunHandle, ended
 from outlast.store import LgRun
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])
-ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 RunId = Annotated[str, Path(max_length=100)]
 # Background cancels of streams whose client left with on_disconnect=cancel.
 _cancels: set[asyncio.Task[Any]] = set()
@@ -205,7 +197,7 @@ async def list_runs(
     select: Annotated[list[str] | None, Query()] = None,
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id)
+    await ctx.threads.get(thread_id)
     # Three reads for the whole thread, whatever its number of runs: its LangGraph runs,
     # its outlast runs, the open waits of those that wait.
     stretches = await ctx.store.lg_runs_of_thread(thread_id)
@@ -374,7 +366,7 @@ async def cancel_many(
     """By thread and run ids, or every pending/running run of the caller."""
     ctx = ctx_of(request)
     if (body.run_ids is not None) == (body.status is not None):
-        raise Unprocessable("give either thread_id with run_ids, or status")
+        raise UnprocessableRequest("give either thread_id with run_ids, or status")
     if body.run_ids is not None:
         for run_id in body.run_ids:
             f, handle = await lg_handle_or_404(

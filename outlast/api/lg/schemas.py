@@ -112,13 +112,6 @@ class StateAtCheckpoint(_Lenient):
     subgraphs: bool = False
 
 
-class HistoryQuery(_Lenient):
-    limit: int = Field(default=10, ge=1, le=1000)
-    before: CheckpointRef | str | None = None
-    metadata: dict[str, Any] | None = None
-    checkpoint: CheckpointRef | None = None
-
-
 class BulkCancel(_Lenient):
     thread_id: str | None = None
     run_ids: list[str] | None = None

@@ -20,11 +20,11 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.lg.access import Unprocessable, thread_or_404
 from outlast.api.lg.follow import requested_modes
-from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.lg.wire import Wire, frame
 from outlast.api.sse import Gap
+from outlast.api.thread_walk import Begin, Done, runs_of, walk_thread
+from outlast.errors import UnprocessableRequest
 from outlast.store import Event, Run
 from outlast.store.base import system_assistant_id
 from outlast.vocabulary import Frame
@@ -43,7 +43,9 @@ def cursor_of(raw: str | None) -> tuple[int, int] | None:
         return (0, 0)
     match = _CURSOR.match(value)
     if not match:
-        raise Unprocessable(f"Last-Event-ID {value[:40]!r} is not a thread event id (<run>-<seq>)")
+        raise UnprocessableRequest(
+            f"Last-Event-ID {value[:40]!r} is not a thread event id (<run>-<seq>)"
+        )
     return int(match.group(1)), int(match.group(2) or 0)
 
 
@@ -58,11 +60,11 @@ async def thread_stream(
     """``stream_modes`` (or the SDK's ``stream_mode``): ``run_modes`` (every run event),
     ``lifecycle`` (a ``metadata`` event as each run starts and ends)."""
     ctx = ctx_of(request)
-    await thread_or_404(ctx, thread_id)
+    await ctx.threads.get(thread_id)
     kinds = set(requested_modes([stream_modes] if stream_modes else stream_mode, ["run_modes"]))
     unknown = kinds - {"run_modes", "lifecycle", "state_update"}
     if unknown:
-        raise Unprocessable(f"unknown thread stream modes {sorted(unknown)}")
+        raise UnprocessableRequest(f"unknown thread stream modes {sorted(unknown)}")
     start = cursor_of(last_event_id)
     shutdown = anyio.Event()
     return EventSourceResponse(

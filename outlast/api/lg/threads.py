@@ -17,18 +17,9 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateUpdate
 
 from outlast.api.context import AppContext
-from outlast.api.edge import ctx_of
-from outlast.api.lg.access import (
-    Conflict,
-    Unprocessable,
-    asked_of,
-    find_thread,
-    read_state,
-    thread_graph,
-    thread_or_404,
-)
+from outlast.api.edge import ThreadId, ctx_of
+from outlast.api.lg.access import Conflict, asked_of
 from outlast.api.lg.schemas import (
-    HistoryQuery,
     StateAtCheckpoint,
     ThreadCount,
     ThreadCreate,
@@ -41,9 +32,10 @@ from outlast.api.lg.schemas import (
     StateUpdate as StatePost,
 )
 from outlast.api.lg.thread_ttl import ttl_json
-from outlast.api.lg.views import state_json, thread_json
+from outlast.api.lg.views import thread_json
+from outlast.api.lgshared import HistoryQuery, state_json
 from outlast.api.schemas import NO_NUL
-from outlast.errors import GraphLoadError
+from outlast.errors import GraphLoadError, UnprocessableRequest
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
 from outlast.service.authz import matches
@@ -53,14 +45,13 @@ from outlast.store.lgthreads import contains
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["langgraph"])
-ThreadId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:\-]{1,200}$")]
 
 
 async def view(ctx: AppContext, thread: Thread) -> dict[str, Any]:
     state = None
     if thread.run_id or thread.metadata:
         try:
-            state = await read_state(ctx, thread)
+            state = await ctx.threads.state(thread)
         except GraphLoadError as exc:
             # a thread of a graph that fails to load is still listed, without its
             # values; its state routes say why
@@ -95,7 +86,7 @@ async def get_thread(
 ) -> Any:
     """``include=ttl`` (comma-separated, as the SDK sends it) adds the thread's ``ttl``."""
     ctx = ctx_of(request)
-    body = await view(ctx, await thread_or_404(ctx, thread_id))
+    body = await view(ctx, await ctx.threads.get(thread_id))
     if "ttl" in (include or "").split(","):
         body["ttl"] = await ttl_json(ctx, thread_id)
     return body
@@ -176,15 +167,15 @@ async def patch_thread(
 ) -> Any:
     ctx = ctx_of(request)
     asked: dict[str, Any] = {"metadata": dict(body.metadata)}
-    await thread_or_404(ctx, thread_id, "update", asked)  # may stamp the metadata
+    await ctx.threads.get(thread_id, "update", asked)  # may stamp the metadata
     thread = await ctx.store.lg_set_thread_metadata(thread_id, dict(asked.get("metadata") or {}))
     if thread is None:
-        thread = await thread_or_404(ctx, thread_id)
+        thread = await ctx.threads.get(thread_id)
     if body.ttl is not None:  # a new TTL, counted from now
         await ctx.store.lg_set_thread_ttl(thread_id, ttl_minutes(body.ttl), ttl_strategy(body.ttl))
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
-    return await view(ctx, await thread_or_404(ctx, thread_id))
+    return await view(ctx, await ctx.threads.get(thread_id))
 
 
 @router.delete("/threads/{thread_id}", status_code=204)
@@ -201,7 +192,7 @@ async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
     logs stay with the original)."""
     ctx = ctx_of(request)
     copied = await ctx.threads.copy(thread_id)  # read with its original's graph
-    return thread_json(copied, await read_state(ctx, copied))
+    return thread_json(copied, await ctx.threads.state(copied))
 
 
 @router.get("/threads/{thread_id}/state")
@@ -209,8 +200,8 @@ async def get_state(
     request: Request, thread_id: ThreadId, subgraphs: bool = Query(default=False)
 ) -> dict[str, Any]:
     ctx = ctx_of(request)
-    thread = await thread_or_404(ctx, thread_id)
-    body = state_json(await read_state(ctx, thread, subgraphs=subgraphs), thread_id)
+    thread = await ctx.threads.get(thread_id)
+    body = state_json(await ctx.threads.state(thread, subgraphs=subgraphs), thread_id)
     asked = await asked_of(ctx, thread)  # the runtime's own waits: in no checkpoint
     body["interrupts"] = body["interrupts"] + [wait_interrupt(w) for w in asked]
     return body
@@ -221,9 +212,9 @@ async def state_at_checkpoint(
     request: Request, thread_id: ThreadId, body: Annotated[StateAtCheckpoint, Body()]
 ) -> dict[str, Any]:
     ctx = ctx_of(request)
-    thread = await thread_or_404(ctx, thread_id)
+    thread = await ctx.threads.get(thread_id)
     ref = body.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True)
-    return state_json(await read_state(ctx, thread, ref, body.subgraphs), thread_id)
+    return state_json(await ctx.threads.state(thread, ref, body.subgraphs), thread_id)
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
@@ -234,9 +225,9 @@ async def state_at(
     subgraphs: bool = Query(default=False),
 ) -> dict[str, Any]:
     ctx = ctx_of(request)
-    thread = await thread_or_404(ctx, thread_id)
+    thread = await ctx.threads.get(thread_id)
     ref = {"checkpoint_id": checkpoint_id}
-    return state_json(await read_state(ctx, thread, ref, subgraphs), thread_id)
+    return state_json(await ctx.threads.state(thread, ref, subgraphs), thread_id)
 
 
 @router.post("/threads/{thread_id}/state")
@@ -248,7 +239,7 @@ async def update_state(
     steps and this update would interleave in one lineage (a waiting run holds no
     worker, so its thread may be updated)."""
     ctx = ctx_of(request)
-    thread = await thread_or_404(ctx, thread_id, "update")
+    thread = await ctx.threads.get(thread_id, "update")
     if lg_thread_status(thread) == "busy" and thread.run_status != RunStatus.WAITING:
         raise Conflict(f"Thread {thread_id} has an active run; wait for it or cancel it")
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
@@ -256,13 +247,13 @@ async def update_state(
     if body.checkpoint_id:
         ref["checkpoint_id"] = body.checkpoint_id
     configurable.update({k: v for k, v in ref.items() if k != "thread_id"})
-    async with thread_graph(ctx, thread, "threads.update") as graph:
+    async with ctx.threads.graph(thread, "threads.update") as graph:
         try:
             stored = await graph.aupdate_state(
                 {"configurable": configurable}, body.values, body.as_node
             )
         except (ValueError, KeyError, TypeError, InvalidUpdateError) as exc:  # a bad update
-            raise Unprocessable(f"{type(exc).__name__}: {exc}") from None
+            raise UnprocessableRequest(f"{type(exc).__name__}: {exc}") from None
     conf = stored["configurable"]
     await ctx.store.lg_set_thread_metadata(thread_id, {})
     return {
@@ -279,32 +270,14 @@ async def update_state(
 async def history(ctx: AppContext, thread: Thread, query: HistoryQuery) -> list[dict[str, Any]]:
     """The thread's checkpoints, newest first, as LangGraph's states (the history
     routes, and the thread protocol's ``state.listCheckpoints``)."""
-    configurable: dict[str, Any] = {"thread_id": thread.thread_id}
-    if query.checkpoint is not None:
-        configurable.update(query.checkpoint.model_dump(exclude={"thread_id"}, exclude_none=True))
-    before = query.before
-    if isinstance(before, str):
-        before_id: str | None = before
-    else:
-        before_id = before.checkpoint_id if before is not None else None
-    before_config = (
-        {"configurable": {"thread_id": thread.thread_id, "checkpoint_id": before_id}}
-        if before_id
-        else None
+    checkpoint = query.checkpoint.model_dump(exclude_none=True) if query.checkpoint else None
+    states = await ctx.threads.history(
+        thread,
+        limit=query.limit,
+        before=query.before_id,
+        checkpoint=checkpoint,
+        metadata=query.metadata,
     )
-    async with thread_graph(ctx, thread, "threads.read") as graph:
-        try:
-            states = [
-                s
-                async for s in graph.aget_state_history(
-                    {"configurable": configurable},
-                    limit=query.limit,
-                    before=before_config,
-                    filter=query.metadata,
-                )
-            ]
-        except ValueError as exc:  # the saver refuses a filter key it cannot query by
-            raise Unprocessable(f"metadata filter: {exc}") from None
     return [state_json(s, thread.thread_id) for s in states]
 
 
@@ -313,7 +286,7 @@ async def post_history(
     request: Request, thread_id: ThreadId, body: Annotated[HistoryQuery | None, Body()] = None
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
-    return await history(ctx, await thread_or_404(ctx, thread_id), body or HistoryQuery())
+    return await history(ctx, await ctx.threads.get(thread_id), body or HistoryQuery())
 
 
 @router.get("/threads/{thread_id}/history")
@@ -325,7 +298,7 @@ async def get_history(
 ) -> list[dict[str, Any]]:
     ctx = ctx_of(request)
     query = HistoryQuery(limit=limit, before=before)
-    return await history(ctx, await thread_or_404(ctx, thread_id), query)
+    return await history(ctx, await ctx.threads.get(thread_id), query)
 
 
-__all__ = ["find_thread", "history", "router", "view"]
+__all__ = ["history", "router", "view"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
+from outlast.api.lgshared import interrupt_json
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
 from outlast.service.standing import lg_thread_status
@@ -20,74 +21,6 @@ def error_of(run_error: dict[str, Any] | None) -> dict[str, Any] | None:
     return {
         "error": str(run_error.get("type", "Error")),
         "message": str(run_error.get("message", run_error.get("reason", ""))),
-    }
-
-
-def interrupt_json(item: Any, with_schema: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"value": to_jsonable(item.value), "id": item.id}
-    schema = getattr(item, "response_schema", None)
-    if with_schema:
-        out["response_schema"] = schema if isinstance(schema, dict) else None
-    return out
-
-
-def _checkpoint(config: Any, thread_id: str) -> dict[str, Any] | None:
-    configurable = (config or {}).get("configurable") or {}
-    if not configurable.get("checkpoint_id"):
-        return None
-    return {
-        "thread_id": thread_id,
-        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-        "checkpoint_id": configurable["checkpoint_id"],
-        "checkpoint_map": configurable.get("checkpoint_map"),
-    }
-
-
-EMPTY_STATE: dict[str, Any] = {
-    "values": {},
-    "next": [],
-    "tasks": [],
-    "metadata": None,
-    "created_at": None,
-    "checkpoint": None,
-    "parent_checkpoint": None,
-    "interrupts": [],
-    "checkpoint_id": None,
-    "parent_checkpoint_id": None,
-}
-
-
-def state_json(state: StateSnapshot, thread_id: str) -> dict[str, Any]:
-    checkpoint = _checkpoint(state.config, thread_id)
-    if checkpoint is None:
-        return dict(EMPTY_STATE)
-    parent = _checkpoint(state.parent_config, thread_id)
-    tasks = []
-    for task in state.tasks:
-        sub = task.state
-        tasks.append(
-            {
-                "id": task.id,
-                "name": task.name,
-                "path": to_jsonable(list(task.path)),
-                "error": repr(task.error) if task.error else None,
-                "interrupts": [interrupt_json(i, with_schema=False) for i in task.interrupts],
-                "checkpoint": (sub.get("configurable") if isinstance(sub, dict) else None),
-                "state": state_json(sub, thread_id) if isinstance(sub, StateSnapshot) else None,
-                "result": to_jsonable(task.result),
-            }
-        )
-    return {
-        "values": to_jsonable(state.values),
-        "next": list(state.next),
-        "tasks": tasks,
-        "metadata": to_jsonable(state.metadata),
-        "created_at": state.created_at,
-        "checkpoint": checkpoint,
-        "parent_checkpoint": parent,
-        "interrupts": [interrupt_json(i) for i in state.interrupts],
-        "checkpoint_id": checkpoint["checkpoint_id"],
-        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
     }
 
 

@@ -31,8 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from outlast.api.context import AppContext
-from outlast.api.edge import checked_key, ctx_of
-from outlast.api.lg.threads import ThreadId
+from outlast.api.edge import ThreadId, checked_key, ctx_of
 from outlast.api.protocol.cursor import thread_head
 from outlast.api.protocol.methods import METHODS, Call, Handler, Refused
 from outlast.api.protocol.params import explain

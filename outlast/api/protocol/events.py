@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg.access import Unprocessable, read_state
-from outlast.api.lg.walk import Begin, Done, runs_of, walk_thread
 from outlast.api.protocol.cursor import SUB_MAX, Position
 from outlast.api.protocol.tokens import Tokens
 from outlast.api.protocol.translate import Part, RunTranslator
 from outlast.api.sse import Gap
+from outlast.api.thread_walk import Begin, Done, runs_of, walk_thread
+from outlast.errors import UnprocessableRequest
 from outlast.jsonable import to_jsonable
 from outlast.runtime import live
 from outlast.store import Event, Run
@@ -89,28 +89,28 @@ def parse_request(body: Any) -> tuple[Filter, int | None]:
     """An ``EventStreamRequest`` (or ``subscription.subscribe``'s params): its filter and
     ``since``. Unknown fields are ignored, as the face ignores them everywhere."""
     if not isinstance(body, dict):
-        raise Unprocessable("the body must be an object with `channels`")
+        raise UnprocessableRequest("the body must be an object with `channels`")
     channels = body.get("channels")
     if not isinstance(channels, list) or not channels:
-        raise Unprocessable("`channels` must be a non-empty list of channel names")
+        raise UnprocessableRequest("`channels` must be a non-empty list of channel names")
     for channel in channels:
         if not isinstance(channel, str) or not (channel in CHANNELS or _CUSTOM.match(channel)):
-            raise Unprocessable(f"unknown channel {str(channel)[:60]!r}")
+            raise UnprocessableRequest(f"unknown channel {str(channel)[:60]!r}")
     namespaces = body.get("namespaces")
     if namespaces is not None and not (
         isinstance(namespaces, list)
         and all(isinstance(ns, list) and all(isinstance(s, str) for s in ns) for ns in namespaces)
     ):
-        raise Unprocessable("`namespaces` must be a list of namespaces (lists of strings)")
+        raise UnprocessableRequest("`namespaces` must be a list of namespaces (lists of strings)")
     depth, since = body.get("depth"), body.get("since")
     for name, value in (("depth", depth), ("since", since)):
         if value is not None and (type(value) is not int or value < 0):
-            raise Unprocessable(f"`{name}` must be a non-negative integer")
+            raise UnprocessableRequest(f"`{name}` must be a non-negative integer")
     if since is not None:
         try:
             Position.unpacked(since)
         except ValueError:
-            raise Unprocessable(f"`since` {since} is not a cursor of this server") from None
+            raise UnprocessableRequest(f"`since` {since} is not a cursor of this server") from None
     spaces = tuple(tuple(ns) for ns in namespaces) if namespaces is not None else None
     return Filter(frozenset(channels), spaces, depth), since
 
@@ -262,7 +262,7 @@ async def _gap(
     thread = await ctx.runs.owners.thread(thread_id)
     if thread is None or not wanted.admits(snapshot):
         return
-    state = await read_state(ctx, thread)
+    state = await ctx.threads.state(thread)
     params = {"namespace": [], "timestamp": int(dt.datetime.now(dt.UTC).timestamp() * 1000)}
     yield {
         "type": "event",

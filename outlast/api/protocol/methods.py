@@ -4,7 +4,8 @@ Nothing here decides about a run. ``run.start``, ``input.respond`` and ``state.f
 are LangGraph run requests, started by the run service as the LangGraph face's are
 (``service/launch.py``: the assistant, the thread, limits, idempotency, the run
 service's accept or its exactly-once resume); ``state.get`` and
-``state.listCheckpoints`` are the LangGraph face's state and history reads.
+``state.listCheckpoints`` are the thread service's state and history reads, written as
+LangGraph's states (``api/lgshared.py``, as the LangGraph face writes them).
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg.access import graph_id_of, read_state
-from outlast.api.lg.schemas import HistoryQuery
-from outlast.api.lg.threads import history
-from outlast.api.lg.views import state_json
-from outlast.api.lgshared import CheckpointRef, Command, RunCreate, launcher
+from outlast.api.lgshared import Command, RunCreate, launcher, state_json
 from outlast.api.protocol import tree
 from outlast.api.protocol.params import (
     AgentGetTreeParams,
@@ -105,7 +102,7 @@ async def start(
 def _assistant_of(call: Call, thread: Thread) -> str:
     """The assistant a command that names none runs: the thread's (its graph's)."""
     named = thread.metadata.get("assistant_id")
-    return named if isinstance(named, str) and named else graph_id_of(call.ctx, thread)
+    return named if isinstance(named, str) and named else call.ctx.threads.graph_id(thread)
 
 
 async def run_start(call: Call) -> dict[str, Any]:
@@ -186,7 +183,7 @@ async def state_get(call: Call) -> dict[str, Any]:
         return {"values": {}}  # a thread is made by its first run.start
     ns = "|".join(p.namespace)
     try:
-        state = await read_state(call.ctx, call.thread, {"checkpoint_ns": ns} if ns else None)
+        state = await call.ctx.threads.state(call.thread, {"checkpoint_ns": ns} if ns else None)
     except ValueError as exc:  # LangGraph: no subgraph at that namespace
         raise Refused("no_such_namespace", str(exc)) from None
     body = state_json(state, call.thread_id)
@@ -206,8 +203,10 @@ async def list_checkpoints(call: Call) -> dict[str, Any]:
     if call.thread is None:
         return {"checkpoints": []}
     ns = "|".join(p.namespace)
-    query = HistoryQuery(limit=p.limit, before=p.before, checkpoint=CheckpointRef(checkpoint_ns=ns))
-    states = await history(call.ctx, call.thread, query)
+    found = await call.ctx.threads.history(
+        call.thread, limit=p.limit, before=p.before, checkpoint={"checkpoint_ns": ns}
+    )
+    states = [state_json(s, call.thread_id) for s in found]
     return {"checkpoints": [_summary(s, older) for s, older in _with_older(states)]}
 
 

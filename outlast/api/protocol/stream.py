@@ -17,7 +17,6 @@ from starlette.types import Message, Receive, Scope, Send
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.lg.access import thread_or_404
 from outlast.api.protocol.events import Filter, parse_request, thread_events
 
 router = APIRouter(tags=["langgraph"])
@@ -37,7 +36,7 @@ async def stream_events(
     if body.get("since") is None and (last_event_id or "").strip().isdigit():
         body = {**body, "since": int(last_event_id or "0")}
     wanted, since = parse_request(body)
-    await thread_or_404(ctx, thread_id)
+    await ctx.threads.get(thread_id)
     shutdown = anyio.Event()
     frames = _frames(ctx, thread_id, since, wanted, shutdown.is_set)
     return _CutAtShutdown(shutdown, frames, ctx.settings.langgraph_heartbeat)

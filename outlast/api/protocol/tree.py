@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from outlast.api.context import AppContext
-from outlast.api.lg.access import lg_run_or_404
 from outlast.api.protocol.subgraphs import Namespace, graph_name
 from outlast.api.protocol.translate import RunTranslator
 from outlast.errors import RunNotFound
@@ -30,7 +29,7 @@ async def run_of(ctx: AppContext, thread_id: str, run_id: str | None) -> Run | N
     outlast run), else the thread's latest run."""
     if run_id is not None:
         try:
-            return (await lg_run_or_404(ctx, thread_id, run_id)).run
+            return (await ctx.runs.lg_handle(thread_id, run_id))[1].run
         except RunNotFound:
             return None
     return await ctx.store.latest_run(thread_id)
