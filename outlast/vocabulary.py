@@ -116,6 +116,16 @@ class EventType(StrEnum):
     EFFECT_COMPENSATED = "effect.compensated"  # the run ended; a done effect was undone
 
 
+class Takeover(StrEnum):
+    """Which takeover a reaped run had (``takeover`` in the reaper's event): its worker's
+    lease expired (a worker killed, starved past its lease, cut off) after the attempt
+    saved a step since its claim, so the attempt is given back; or before, so it counts
+    toward ``max_attempts`` (``store/transitions.py:reap``)."""
+
+    PROGRESSED = "lease_expired_with_progress"
+    STALLED = "lease_expired_without_progress"
+
+
 # What each event type means, for a reader of the log: the documentation site's event
 # reference is generated from this (docs/hooks/reference.py), and tests/test_docs.py fails
 # when a type has no meaning here.
@@ -129,15 +139,19 @@ EVENT_MEANINGS: dict[EventType, str] = {
     EventType.RUN_RESUMED: "an attempt continues from the run's last checkpoint (after a "
     "crash, a drain or a wait) rather than from the input",
     EventType.RUN_REQUEUED: "the worker holding the run was lost (its lease expired): the run "
-    "goes back to the queue and resumes from its last checkpoint (`attempts`)",
+    "goes back to the queue and resumes from its last checkpoint; `takeover` says whether "
+    "the lost attempt had saved a step since its claim (`lease_expired_with_progress`: "
+    "the attempt is given back) or not (`lease_expired_without_progress`: it counts), "
+    "`counted` whether it counts, `attempts` the attempts spent",
     EventType.RUN_RELEASED: "the worker gave the run back to the queue without failing it (a "
     "drain on SIGTERM, a tranche granted, a reminder); the attempt is not counted",
     EventType.RUN_CANCELLING: "a cancel reached a run that a worker holds (or one that owes "
     "compensations): it stops at the next step boundary, undoes what it owes, then ends",
     EventType.RUN_COMPLETED: "terminal: the graph finished (`partial: true` when a hard "
     "budget limit or a supervisor closed it with its best result)",
-    EventType.RUN_FAILED: "terminal: the graph raised, or the run lost its worker on its last "
-    "attempt (`error`)",
+    EventType.RUN_FAILED: "terminal: the graph raised (`error`), or the run lost its worker "
+    "on its last counted attempt, every counted one without saving a step: a poison pill "
+    "(`reason`, `attempts`, `takeover`, `counted`; the run's error `worker_lost`)",
     EventType.RUN_CANCELLED: "terminal: the run was cancelled (`reason`), after undoing the "
     "effects it owed",
     EventType.NODE_UPDATED: "a node task finished: its name, namespace and state update, "

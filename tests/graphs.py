@@ -2,13 +2,16 @@
 
 ``counted`` logs every node execution to a file so a test can count re-executions, and
 can stop inside a chosen node (once) so a test can kill the worker exactly there, or hold
-in one (``gate_at``) until the file ``gate`` exists, each time it runs.
+in one (``gate_at``) until the file ``gate`` exists, each time it runs, or SIGKILL its own
+worker process in one (``kill_at``), each time it runs: a poison pill.
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import os
+import signal
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -34,6 +37,8 @@ def _counted_node(name: str) -> Any:
         with log.open("a") as f:
             f.write(name + "\n")
         get_stream_writer()({"entered": name})
+        if conf.get("kill_at") == name:  # a poison pill: kills whichever worker runs it
+            os.kill(os.getpid(), signal.SIGKILL)
         if conf.get("block_at") == name:
             marker = log.with_suffix(".entered")
             if not marker.exists():

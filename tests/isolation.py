@@ -1081,7 +1081,6 @@ def probes(mode: str) -> list[Probe]:
         ("GET", "/threads/{thread_id}", no_body),
         ("PATCH", "/threads/{thread_id}", lambda o: {"metadata": {"bob": True}}),
         ("DELETE", "/threads/{thread_id}", no_body),
-        ("POST", "/threads/{thread_id}/copy", no_body),
         ("GET", "/threads/{thread_id}/state", no_body),
         (
             "POST",
@@ -1095,6 +1094,14 @@ def probes(mode: str) -> list[Probe]:
         ("POST", "/threads/{thread_id}/stream/events", lambda o: {"channels": ["values"]}),
     ]:
         add((method, path), THREADS, at(method, path, body, thread_id="thread"), not_found)
+    # a copy of a thread the caller cannot see is a 409, as of one that does not exist (as
+    # on LangGraph's server): the same answer either way, so it says nothing of the thread
+    add(
+        ("POST", "/threads/{thread_id}/copy"),
+        THREADS,
+        at("POST", "/threads/{thread_id}/copy", no_body, thread_id="thread"),
+        refused(409),
+    )
     add(
         ("POST", "/threads/{thread_id}/state/checkpoint"),
         THREADS,

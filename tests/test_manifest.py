@@ -14,7 +14,7 @@ import pytest
 
 from outlast.cli import serve as cli_serve
 from outlast.config import Settings
-from outlast.graph.manifest import Manifest, ManifestError, ignored
+from outlast.graph.manifest import Manifest, ManifestError, ignored, warnings
 from outlast.graph.registry import GraphRegistry
 from outlast.importing import resolve_in
 from outlast.runtime.deployment import store_options
@@ -67,6 +67,10 @@ def test_the_server_refuses_to_start_and_says_which_key(tmp_path: Path) -> None:
 def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Keys LangGraph knows that outlast does not honour yet are one warning; keys
+    LangGraph does not know and that are close to none it knows are another (``langgraph
+    dev`` ignores them silently, ``langgraph validate`` warns "not a recognized config
+    field"): each listed once, the server starts."""
     data = {
         "graphs": {"a": {"path": GRAPH, "description": "the example"}},
         "dependencies": ["."],
@@ -74,17 +78,52 @@ def test_keys_not_honoured_yet_are_listed_never_dropped_silently(
         "$schema": "https://langgra.ph/schema.json",  # for an editor
         "webhooks": {"env_prefix": "X_"},
         "http": {"require_https": True, "disable_meta": True},
-        "store": {"ttl": {"default_ttl": 10}, "serde": {}},
+        "store": {"ttl": {"default_ttl": 10}, "serde": {}, "path": "./store.py:make"},
+        "checkpointer": {"serde": {"pickle_fallback": True}},
         "bogus": 1,
     }
     path = _write(tmp_path, data)
     manifest = Manifest.read(path)
     assert manifest.graph_targets() == {"a": GRAPH}
-    expected = ["bogus", "http.require_https", "store.serde", "webhooks"]
-    assert ignored(manifest) == expected
+    honoured_not = ["checkpointer.serde", "store.path", "webhooks"]
+    unknown = ["http.require_https", "store.serde", "bogus"]
+    assert ignored(manifest) == honoured_not
+    assert manifest.unknown == unknown
     assert cli_serve.manifest_ok(Settings(graphs_file=path))
-    said = " ".join(capsys.readouterr().err.split())
-    assert "does not honour these keys yet: " + ", ".join(expected) in said
+    said = capsys.readouterr().err
+    assert said.count("\n") == 2  # one line each
+    assert f"does not honour these keys yet: {', '.join(honoured_not)}" in said
+    assert f"LangGraph does not know these keys, and ignores them: {', '.join(unknown)}" in said
+
+
+@pytest.mark.parametrize(
+    ("data", "typo", "meant"),
+    [
+        ({"grpahs": {"a": GRAPH}}, "grpahs", "graphs"),
+        ({"graphs": {"a": GRAPH}, "htpp": {"disable_threads": True}}, "htpp", "http"),
+        ({"graphs": {"a": GRAPH}, "auht": {"path": "./auth.py:auth"}}, "auht", "auth"),
+        (
+            {"graphs": {"a": GRAPH}, "http": {"disable_thread": True}},
+            "http.disable_thread",
+            "http.disable_threads",
+        ),
+        ({"graphs": {"a": GRAPH}, "auth": {"pth": "./a.py:auth"}}, "auth.pth", "auth.path"),
+        (
+            {"graphs": {"a": GRAPH}, "store": {"ttl": {"default_tll": 5}}},
+            "store.ttl.default_tll",
+            "store.ttl.default_ttl",
+        ),
+    ],
+)
+def test_a_key_close_to_one_langgraph_knows_is_refused_with_what_it_likely_means(
+    tmp_path: Path, data: object, typo: str, meant: str
+) -> None:
+    """Served as it is, the typo would drop what it meant (the app's graphs, its auth, a
+    route group it disables): ``langgraph dev`` refuses ``grpahs`` (no graphs) and
+    ``langgraph validate`` says "did you mean"; outlast refuses every such key."""
+    with pytest.raises(ManifestError) as raised:
+        Manifest.read(_write(tmp_path, data))
+    assert f"{typo}: not a key LangGraph knows; did you mean `{meant}`?" in str(raised.value)
 
 
 def test_env_reaches_the_graphs_and_the_process_environment_wins(
@@ -109,9 +148,14 @@ def test_env_reaches_the_graphs_and_the_process_environment_wins(
         assert os.environ["OUTLAST_T_FROM_FILE"] == "inline"
     finally:
         os.environ.pop("OUTLAST_T_FROM_FILE", None)
+    # an env file that does not exist is read as empty, as on LangGraph's server: a
+    # warning, and the graphs load
     missing = _write(tmp_path, {"graphs": {"g": GRAPH}, "env": "nope.env"})
-    with pytest.raises(ManifestError, match=r"nope\.env"):
-        GraphRegistry.from_config(missing)
+    assert GraphRegistry.from_config(missing).load_all() == {}
+    said = warnings(Manifest.read(missing))
+    assert said == [
+        f"{missing}: env: {tmp_path / 'nope.env'} does not exist; no variables are read from it"
+    ]
 
 
 def test_store_and_checkpointer_sections_become_the_stores_options(tmp_path: Path) -> None:

@@ -104,7 +104,8 @@ async def test_children_serve_when_langgraph_json_warns(pg_url: str, tmp_path: P
     try:
         assert sorted(await _two_runs_running(url))  # both children serve
         said = " ".join(log.read_text(errors="replace").split())
-        assert said.count("does not honour these keys yet: bogus") == 1  # the parent's
+        # the parent's (bogus is no key LangGraph knows: a warning of its own)
+        assert said.count("LangGraph does not know these keys, and ignores them: bogus") == 1
     finally:
         kill(parent)
 

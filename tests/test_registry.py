@@ -12,6 +12,7 @@ from langgraph.store.memory import InMemoryStore
 
 from outlast.errors import GraphLoadError, UnknownGraph
 from outlast.graph.factories import Access, AccessContext
+from outlast.graph.manifest import ManifestError
 from outlast.graph.registry import GraphRegistry, parse_graph_option
 
 SOURCE = textwrap.dedent(
@@ -85,10 +86,22 @@ def test_graph_option_and_module_targets(project: Path) -> None:
         parse_graph_option("no-colon")
 
 
-def test_missing_file_falls_back_to_the_builtin_graphs(tmp_path: Path) -> None:
-    registry = GraphRegistry.from_config(tmp_path / "nope.json")
+def test_the_demo_graphs_only_without_any_configuration(tmp_path: Path) -> None:
+    """outlast's own graphs stand in only when nothing names any: no file (``None``) and
+    no ``--graph``. A file named that does not exist, or one with no graphs, is refused
+    (``langgraph dev`` refuses both), never served with the demo graphs in its place."""
+    registry = GraphRegistry.from_config(None)
     assert registry.names == ["agent", "steps", "booking"]
     registry.load_all()
+    assert GraphRegistry.from_config(None, ["ex=outlast.graph.example:graph"]).names == ["ex"]
+    with pytest.raises(ManifestError, match=r"nope\.json: no such file"):
+        GraphRegistry.from_config(tmp_path / "nope.json")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"graphs": {}, "auth": {"path": "./auth.py:auth"}}))
+    with pytest.raises(ManifestError, match="no graphs"):
+        GraphRegistry.from_config(empty)
+    # --graph gives the graphs the file does not: served with the file's other keys
+    assert GraphRegistry.from_config(empty, ["ex=outlast.graph.example:graph"]).names == ["ex"]
 
 
 def test_unknown_and_broken_graphs_are_clear_errors(project: Path) -> None:

@@ -67,7 +67,8 @@ async def test_a_rollback_survives_a_sigkill_of_the_server_that_took_the_cancel(
         kill(first)
         if second is not None:
             kill(second, signal.SIGTERM)
-    assert final.attempts == 2, (tmp_path / "s2.log").read_text()
+    # the run had saved a step: the server's loss cost it no attempt
+    assert final.attempts == 1, (tmp_path / "s2.log").read_text()
     events = await all_events(store, run_id)
     assert_exact_log(events)
     types = [e.type for e in events]

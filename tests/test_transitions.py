@@ -28,6 +28,7 @@ from outlast.store.transitions import (
     owed,
     owes,
     park,
+    progressed,
     reap,
     release,
     rolls_back,
@@ -338,11 +339,35 @@ def test_a_run_cancelled_before_it_parked_owing_work_waits_for_a_worker() -> Non
 
 # -- reap ----------------------------------------------------------------------------------
 
+STALLED = "lease_expired_without_progress"
+PROGRESSED = "lease_expired_with_progress"
+POISON = (
+    "poison pill: the run lost its worker {} time(s) without progress"
+    " (no step saved since its claim)"
+)
 
-def _lost(change: Change, status: RunStatus, kind: str, attempts: int) -> None:
-    data = {"status": status.value, "reason": "worker lease expired", "attempts": attempts}
+
+def _lost(
+    change: Change,
+    status: RunStatus,
+    kind: str,
+    attempts: int,
+    *,
+    progressed: bool = False,
+    given_back: bool = False,
+) -> None:
+    data: dict[str, Any] = {
+        "status": status.value,
+        "reason": "worker lease expired",
+        "attempts": attempts,
+        "takeover": PROGRESSED if progressed else STALLED,
+        "counted": not given_back,
+    }
+    if status == RunStatus.FAILED:
+        data["error"] = {"type": "worker_lost", "message": POISON.format(attempts)}
     assert change.status == status and event(change) == (kind, data)
-    assert change.new_epoch and not change.keep_worker and change.attempts == 0
+    assert change.new_epoch and not change.keep_worker
+    assert change.attempts == (-1 if given_back else 0)
     assert not change.withdraw_waits and change.notify == ENDS
 
 
@@ -353,15 +378,33 @@ def test_a_lost_run_is_requeued_while_it_has_attempts() -> None:
         assert (change.ending, change.error) == (None, {"x": 1})
 
 
-def test_a_lost_run_fails_on_its_last_attempt() -> None:
+def test_a_lost_run_fails_on_its_last_attempt_as_a_poison_pill() -> None:
     change = reap(facts(R, attempts=3, max_attempts=3))
     _lost(change, RunStatus.FAILED, EventType.RUN_FAILED, 3)
     assert change.ending is None
-    assert change.error == {
-        "type": "worker_lost",
-        "reason": "worker lease expired on the last attempt",
-        "attempts": 3,
-    }
+    assert change.error == {"type": "worker_lost", "reason": POISON.format(3), "attempts": 3}
+
+
+def test_a_run_that_saved_a_step_since_its_claim_gets_its_attempt_back() -> None:
+    """A worker lost while its run made progress (starved past its lease, killed, its
+    machine gone) is not the run's failure: the attempt is given back, on the last one
+    too, and the event says which takeover it was."""
+    for attempts, max_attempts in ((1, 3), (2, 2), (5, 1)):
+        change = reap(facts(R, attempts=attempts, max_attempts=max_attempts, progressed=True))
+        _lost(change, Q, EventType.RUN_REQUEUED, attempts - 1, progressed=True, given_back=True)
+        assert (change.ending, change.error) == (None, None)
+
+
+def test_a_run_that_saved_no_step_counts_the_attempt() -> None:
+    change = reap(facts(R, attempts=1, max_attempts=2, progressed=False))
+    _lost(change, Q, EventType.RUN_REQUEUED, 1)
+
+
+def test_progress_is_a_step_saved_under_a_durability_that_saves_steps() -> None:
+    assert progressed(True, "sync") and progressed(True, "async")
+    assert not progressed(False, "sync")
+    # under exit nothing is saved before the graph returns: a successor starts over
+    assert not progressed(True, "exit")
 
 
 def test_a_run_lost_on_its_last_attempt_owing_compensations_is_queued_to_end_failed() -> None:
@@ -369,12 +412,12 @@ def test_a_run_lost_on_its_last_attempt_owing_compensations_is_queued_to_end_fai
     _lost(change, Q, EventType.RUN_REQUEUED, 2)
     assert change.error is None and change.ending == {
         "status": "failed",
-        "error": {
-            "type": "worker_lost",
-            "reason": "worker lease expired on the last attempt",
-            "attempts": 2,
-        },
+        "error": {"type": "worker_lost", "reason": POISON.format(2), "attempts": 2},
     }
+    # with progress, it is not its last attempt: its graph goes on, nothing recorded
+    again = reap(facts(R, attempts=2, max_attempts=2, effects_owed=True, progressed=True))
+    _lost(again, Q, EventType.RUN_REQUEUED, 1, progressed=True, given_back=True)
+    assert again.ending is None
 
 
 def test_a_lost_run_with_its_ending_recorded_goes_back_whatever_its_attempts() -> None:
@@ -398,6 +441,14 @@ def test_a_run_lost_while_cancelling() -> None:
     kept = Ask("interrupted", compensate=False).error()
     told = reap(facts(CING, attempts=1, error=kept, effects_owed=True))
     _lost(told, CED, EventType.RUN_CANCELLED, 1)
+    # an attempt that progressed is not given back to a run that ends here
+    ended = reap(facts(CING, attempts=1, error=Ask("user").error(), progressed=True))
+    _lost(ended, CED, EventType.RUN_CANCELLED, 1, progressed=True)
+    # one that goes back to a worker to do what it owes gets it back
+    back = reap(
+        facts(CING, attempts=1, error=Ask("user").error(), effects_owed=True, progressed=True)
+    )
+    _lost(back, CING, EventType.RUN_REQUEUED, 0, progressed=True, given_back=True)
 
 
 def test_a_rollback_owed_survives_a_reap() -> None:

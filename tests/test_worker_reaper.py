@@ -8,12 +8,15 @@ a run reaped three times in four seconds ended ``failed``."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import time
 from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 
+from outlast.runtime.outcomes import LEASE_LOST, Outcome
 from outlast.runtime.worker import Worker
 from tests.harness import make_settings
 
@@ -26,6 +29,8 @@ class Store:
         self.renewals = 0
         self.reaps = 0
         self.grace: float | None = None
+        self.spared: tuple[str | None, list[str] | None] = (None, None)
+        self.durability = ""
 
     async def renew(self, worker_id: str, ttl: float, run_ids: list[str]) -> list[Any]:
         self.renewals += 1
@@ -34,9 +39,18 @@ class Store:
             raise psycopg.OperationalError("server closed the connection unexpectedly")
         return []
 
-    async def reap(self, grace: float = 0.0) -> list[Any]:
+    async def reap(
+        self,
+        grace: float = 0.0,
+        *,
+        holder: str | None = None,
+        held: list[str] | None = None,
+        durability: str = "sync",
+    ) -> list[Any]:
         self.reaps += 1
         self.grace = grace
+        self.spared = (holder, held)
+        self.durability = durability
         return []
 
 
@@ -73,3 +87,52 @@ async def test_the_reaper_grants_a_lease_of_grace_after_a_database_restart() -> 
     worker = _worker(store, holding=False)
     await worker.reap_once()
     assert store.grace == worker.settings.worker_lease_ttl > 0
+
+
+async def test_the_reaper_spares_the_runs_its_own_worker_executes() -> None:
+    """A worker whose loop was starved past its own lease is late, not lost: its reaper
+    never takes the runs it executes (and counts no attempt of theirs), and tells the
+    store the deployment's durability (under ``exit`` a streamed step is no progress)."""
+    store = Store(failing=0)
+    worker = _worker(store, holding=True)
+    worker.settings = make_settings(durability="exit")
+    await worker.reap_once()
+    assert store.spared == (worker.id, ["run"]) and store.durability == "exit"
+
+
+class Execution:
+    """An execution that runs until it is told to stop."""
+
+    def __init__(self) -> None:
+        now = dt.datetime.now(dt.UTC)
+        self.run = SimpleNamespace(
+            id="run", thread_id="t", has_history=False, created_at=now, updated_at=now
+        )
+        self.stops: list[str] = []
+        self.done = asyncio.Event()
+        self.busy = True
+
+    def request_stop(self, reason: str) -> None:
+        self.stops.append(reason)
+        self.done.set()
+
+    async def execute(self) -> Outcome:
+        await self.done.wait()
+        return Outcome(None, "lease lost")
+
+
+async def test_a_run_claimed_again_stops_its_earlier_execution_and_keeps_the_new_one() -> None:
+    """A worker starved past its lease loses its run to another worker's reaper, and may
+    claim it again before its old execution has noticed. The old one stops (it lost the
+    lease); the new one stays held, so its lease is renewed: the old one ending must not
+    take it out of ``held``, where the heartbeat would no longer renew it."""
+    worker = _worker(Store(failing=0), holding=False)
+    old, new = Execution(), Execution()
+    worker._start(old)  # type: ignore[arg-type]
+    worker._start(new)  # type: ignore[arg-type]
+    assert old.stops == [LEASE_LOST] and new.stops == []
+    await asyncio.wait_for(asyncio.gather(*worker._stale), 10)
+    assert worker.held == {"run": new} and not worker._stale
+    new.done.set()
+    await asyncio.wait_for(worker._tasks["run"], 10)
+    assert worker.held == {} and worker._tasks == {}

@@ -13,18 +13,18 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI
 from langgraph_sdk.auth import Auth
+from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from outlast import __version__, heap, taskdump
-from outlast.api import console, document, lg, problems, protocol
+from outlast.api import console, document, lg, mcp, problems, protocol
 from outlast.api.a2a import routes as a2a_routes
 from outlast.api.auth import Authenticate, KeyRing, RateLimiter
 from outlast.api.context import AppContext
 from outlast.api.health import router as health_router
 from outlast.api.lg.cron_runs import firer
 from outlast.api.limits import BodyLimitProblems
-from outlast.api.mcp import routes as mcp_routes
 from outlast.api.metrics_route import router as metrics_router
 from outlast.api.runs import router as runs_router
 from outlast.api.serving import Serving
@@ -48,7 +48,10 @@ log = logging.getLogger(__name__)
 
 class OutlastAPI(FastAPI):
     """FastAPI with the body-limit problem layer outside everything else, then the
-    principal: a request is sized and authenticated before anything reads it."""
+    principal: a request is sized and authenticated before anything reads it. An error no
+    layer handled is answered by ``problems.Unhandled`` around them all (inside CORS, so
+    a browser can read the 500), in place of Starlette's ``ServerErrorMiddleware``, which
+    raises the error on to the server after answering it, and so loses the connection."""
 
     keys: KeyRing = KeyRing()
     limiter: RateLimiter = RateLimiter(0)
@@ -72,10 +75,13 @@ class OutlastAPI(FastAPI):
             return Authenticate(app, self.keys, self.limiter, self.box)
 
         routes = self.router.routes
-        inner = self.serving.around(super().build_middleware_stack(), routes, authenticate)
+        stack = super().build_middleware_stack()
+        if isinstance(stack, ServerErrorMiddleware):  # FastAPI's outermost layer
+            stack = stack.app
+        inner = self.serving.around(stack, routes, authenticate)
         # CORS outside authentication: a browser's preflight carries no key.
         return self.serving.outside(
-            lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0)),
+            problems.Unhandled(lg.PlainTextJSON(BodyLimitProblems(inner, self.max_body_size or 0))),
             self.cors_origins,
             routes,
         )
@@ -126,7 +132,7 @@ def create_app(
     app.include_router(waits_router)
     app.include_router(webhooks_router)
     a2a_routes.install(app)
-    mcp_routes.install(app)
+    mcp.install(app)
     app.include_router(threads_router)
     app.include_router(metrics_router)
     lg.install(app)
@@ -185,7 +191,7 @@ class _Parts:
             heap.settle()
         taskdump.install()
         try:
-            async with mcp_routes.running(app):
+            async with mcp.running(app):
                 yield
         finally:
             if worker is not None and task is not None:

@@ -5,19 +5,26 @@ On ``/v1`` a client gets RFC 9457 ``application/problem+json`` with a ``title`` 
 help. On the LangGraph face (``api/lg``) the same error has the shape LangGraph's SDKs
 read, ``{"detail": "..."}`` with the same status: the SDKs raise typed errors from the
 status and show ``detail``.
+
+An exception nothing handled is answered by ``Unhandled``, outside every other layer of
+outlast's: one 500, its ``detail`` naming the request id (also its ``request_id`` and
+``X-Request-Id``), logged once with the traceback under that id, and not raised on to
+the server, so the connection stays usable.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outlast.errors import OutlastError
 
@@ -34,6 +41,7 @@ _TITLES = {
     422: "Unprocessable request",
     429: "Too many requests",
     500: "Internal error",
+    501: "Not implemented",
     503: "Service unavailable",
 }
 
@@ -153,7 +161,83 @@ def install(app: FastAPI) -> None:
             request, exc.status_code, detail, headers=dict(exc.headers or {}) or None, **extra
         )
 
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return error(request, 500, f"internal error ({type(exc).__name__})", retryable=True)
+    # No handler for Exception: FastAPI would give it to Starlette's ServerErrorMiddleware,
+    # which answers and then raises the error on to the server, by design; uvicorn then
+    # closes the connection. ``Unhandled`` (OutlastAPI's outer layer) answers it instead.
+
+
+REQUEST_ID = "X-Request-Id"
+_SENT_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+
+def request_id(scope: Scope) -> str:
+    """The request's id: the client's own ``X-Request-Id`` when it sent a sane one (so
+    its logs and the server's meet on it), else a new one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            sent: str = value.decode("latin-1")
+            if _SENT_ID.match(sent):
+                return sent
+            break
+    return uuid.uuid4().hex
+
+
+class Unhandled:
+    """An exception that no other layer handled, from any layer inside it: answered with
+    one 500 (``internal_error``), logged once with its traceback and the request id, and
+    not raised further.
+
+    Starlette's own last layer (``ServerErrorMiddleware``, which ``OutlastAPI`` leaves
+    out) answers such an error and then raises it on to the server so that the server
+    logs it; uvicorn then closes the connection, which a keep-alive client may already
+    have sent its next request on: an unrelated later call failed with ``ReadError``
+    (issue 43). Here the server never sees the error, and keeps the connection.
+
+    A response already under way when the error came cannot become a 500: the error goes
+    on to the server, which cuts the connection (the client sees a response cut short,
+    never a whole wrong one). An error after the response was complete (an app's own
+    framework answered it, a background task) is logged, and the connection kept."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = finished = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started and not finished:
+                raise
+            rid = request_id(scope)
+            method, path = scope.get("method", ""), scope.get("path", "")
+            log.error("unhandled error in %s %s (request %s)", method, path, rid, exc_info=exc)
+            if not started:
+                await internal_error(scope, send, exc, rid)
+
+
+async def internal_error(scope: Scope, send: Send, exc: Exception, rid: str) -> None:
+    """The 500 of an unhandled error, shaped for the face the request came through. The
+    exception's type is said, its text is not (it may hold what the client must not
+    see): the log has it, under the request id."""
+    detail = f"internal error ({type(exc).__name__}); request id {rid} (the server's log has it)"
+    headers = {REQUEST_ID: rid}
+    if not langgraph_face(scope.get("path", "")):
+        await send_problem(send, 500, detail, retryable=True, headers=headers, request_id=rid)
+        return
+    raw = json.dumps({"detail": detail, "request_id": rid}).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(raw))]
+    head.append((REQUEST_ID.lower().encode(), rid.encode()))
+    await send({"type": "http.response.start", "status": 500, "headers": head})
+    await send({"type": "http.response.body", "body": raw})

@@ -12,9 +12,14 @@ principal-scoped record is the user's) and ``scope["state"]["authz"]``, which ev
 route's context carries to the ``@auth.on`` handlers (``service/authz.py``).
 
 An ``Auth.exceptions.HTTPException`` becomes its status and detail, shaped for the face
-(``{"detail": …}`` on the LangGraph face, problem details elsewhere); a refused upgrade
-is closed before it is accepted (code ``4000 + status``). The rate limit is the
-identity's, as it is the key's principal's with keys.
+(``{"detail": …}`` on the LangGraph face, problem details elsewhere); a ``ValueError``
+(the tutorial's ``scheme, token = authorization.split()`` on ``Bearer`` alone) is a
+``400`` with its message, as on LangGraph's server; any other exception (an
+``AssertionError`` too, unlike in an ``@auth.on`` handler) is a ``500``, as there. A
+refused upgrade is closed before it is accepted (code ``4000 + status``). LangGraph's
+server answers an ``HTTPException`` of another status than 401 or 403 with a 500; outlast
+answers with the status the handler chose. The rate limit is the identity's, as it is
+the key's principal's with keys.
 """
 
 from __future__ import annotations
@@ -78,6 +83,12 @@ class UserAuthenticate:
             user = await self._user(scope, receive, raw)
         except HTTPException as exc:
             await _refuse(scope, send, exc.status_code, str(exc.detail), exc.headers)
+            return
+        except ValueError as exc:
+            # LangGraph's server answers 400 with the message: the tutorial's
+            # `scheme, token = authorization.split()` on a header of one word
+            log.info("the app's authenticate handler refused a request: %r", exc)
+            await _refuse(scope, send, 400, str(exc) or type(exc).__name__, None)
             return
         except Exception:
             log.exception("the app's authenticate handler failed")

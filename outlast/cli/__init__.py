@@ -17,7 +17,7 @@ from typing import Any
 
 from outlast import __version__, heap, logs, processes, taskdump
 from outlast.cli.serve import cmd_serve, process_count
-from outlast.cli.support import common_flags, console, describe, settings_from
+from outlast.cli.support import checked_config, common_flags, console, describe, settings_from
 from outlast.config import Settings
 
 
@@ -52,6 +52,8 @@ async def _worker_main(settings: Settings) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = settings_from(args, "worker_concurrency", "workers")
+    if checked_config(settings) is None:
+        return 2
     count = process_count(settings)
     if count is None:
         return 2
@@ -80,6 +82,8 @@ async def _migrate(settings: Settings) -> list[str]:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if checked_config(settings) is None:  # its store options shape the store
+        return 2
     applied = asyncio.run(_migrate(settings))
     console.print(
         f"{describe(settings)}: " + (f"applied {', '.join(applied)}" if applied else "up to date")
@@ -117,6 +121,8 @@ def cmd_secrets(args: argparse.Namespace) -> int:
     ones only an older key opens are encrypted again with the first, after which the
     older key can be dropped. Unreadable ones are left as they are and named."""
     settings = settings_from(args)
+    if checked_config(settings) is None:
+        return 2
     rotate = args.secrets_command == "rotate"
     total, older, unreadable, resealed = asyncio.run(_secrets(settings, rotate))
     said = f"{total} sealed secret(s): {total - older - unreadable} with the first key"

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from outlast import __version__, logs, processes
-from outlast.cli.support import console, describe, settings_from
+from outlast.cli.support import checked_config, console, describe, refuse, settings_from
 from outlast.config import Settings
 
 
@@ -41,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold]outlast {__version__}[/] serving on "
             f"[cyan]http://{settings.host}:{settings.port}[/] with {count} processes"
         )
+        _mcp_off()
         return processes.supervise(sys.argv[1:], count, sock)
     processes.die_with_parent()
     base = f"http://{settings.host}:{settings.port}"
@@ -91,30 +92,27 @@ def _serve_one(args: argparse.Namespace, settings: Settings, sock: Any) -> int:
 
 
 def manifest_ok(settings: Settings) -> bool:
-    """``langgraph.json`` checked before anything starts: a key of the wrong shape stops
-    the server here, naming the key; keys outlast ignores are listed (a warning)."""
+    """``langgraph.json`` checked before anything starts (``support.checked_config``: a
+    mistake stops the server here, naming it; the rest is warned once), and what it
+    names imported: the app's ``auth.path`` and ``http.app``."""
     from outlast.api.app import user_auth
     from outlast.api.user_app import UserApp
-    from outlast.graph.manifest import Manifest, ManifestError, ignored
+    from outlast.graph.manifest import ManifestError
 
+    manifest = checked_config(settings)
+    if manifest is None:
+        return False
     try:
-        manifest = Manifest.read(settings.graphs_file)
         user_auth(settings)  # an auth.path that does not import stops the server here
         UserApp.load(manifest)  # http.app imports and is an ASGI app
     except ManifestError as exc:
-        console.print(f"[red]cannot serve {settings.graphs_file}[/]: {exc}")
+        refuse(settings, str(exc))
         return False
-    keys = ignored(manifest)
-    if keys and not processes.is_child():  # the parent of --workers N spoke
-        console.print(
-            f"[yellow]warning:[/] {settings.graphs_file}: outlast does not honour these "
-            f"keys yet: {', '.join(keys)}"
-        )
     return True
 
 
 def _app_auth(settings: Settings) -> str | None:
-    """``auth.path`` of ``langgraph.json`` (checked by ``_manifest_ok``), if it has one."""
+    """``auth.path`` of ``langgraph.json`` (checked by ``manifest_ok``), if it has one."""
     from outlast.graph.manifest import Manifest
 
     auth = Manifest.read(settings.graphs_file).auth
@@ -134,6 +132,17 @@ def process_count(settings: Settings) -> int | None:
     return count
 
 
+def _mcp_off() -> None:
+    """The MCP face left out (its extra missing, or an app's older ``mcp``): said once."""
+    from rich.markup import escape
+
+    from outlast.api.mcp import off
+
+    why = off()
+    if why is not None:
+        console.print(f"  mcp:   [yellow]off[/]: {escape(why)}", soft_wrap=True)
+
+
 def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker: bool) -> None:
     console.print(f"[bold]outlast {__version__}[/] serving on [cyan]{base}[/]")
     console.print(f"  store: {describe(settings)}")
@@ -151,6 +160,7 @@ def _banner(settings: Settings, keys: Any, loopback: bool, base: str, no_worker:
     console.print(
         f"  worker: {'none (--no-worker)' if no_worker else 'in-process'}   docs: {base}/docs"
     )
+    _mcp_off()
     console.print(
         f"  try:   curl -si -X POST {base}/v1/runs -H 'content-type: application/json' "
         '-d \'{"input": {"messages": [{"role": "user", "content": "hello"}]}}\''

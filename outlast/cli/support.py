@@ -1,16 +1,21 @@
 """What every ``outlast`` server command shares: the console it speaks on, the flags every
-server command takes, the settings they make (flags over ``OUTLAST_*``), and how the store
-is named to a person."""
+server command takes, the settings they make (flags over ``OUTLAST_*``), the check of
+``langgraph.json`` before anything starts, and how the store is named to a person."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
+from outlast import processes
 from outlast.config import Settings
+
+if TYPE_CHECKING:
+    from outlast.graph.manifest import Manifest
 
 console = Console(stderr=True)
 
@@ -22,7 +27,8 @@ def common_flags(parser: argparse.ArgumentParser) -> None:
         "--config",
         dest="graphs_file",
         type=Path,
-        help="langgraph.json listing the graphs (default: ./langgraph.json)",
+        help="the app's langgraph.json (default: ./langgraph.json if there is one; "
+        "with none, outlast's demo graphs)",
     )
     parser.add_argument(
         "--graph",
@@ -57,3 +63,33 @@ def describe(settings: Settings) -> str:
             else settings.database_url
         )
     return f"SQLite in {settings.data_dir}/ (embedded default)"
+
+
+def checked_config(settings: Settings) -> Manifest | None:
+    """``langgraph.json`` read and checked as every command that reads it does before it
+    starts (``serve``, ``worker``, ``migrate``, ``secrets``): a file named that does not
+    exist, a key of the wrong shape, a key close to one LangGraph knows, a file with no
+    graphs (and no ``--graph``) are said on stderr, one line, and ``None`` is returned (the
+    command exits 2); the keys outlast does not honour yet, the ones LangGraph does not
+    know, a missing ``env`` file are warned once (not again by each child of
+    ``--workers N``: the parent spoke)."""
+    from outlast.graph.manifest import Manifest, ManifestError, warnings
+
+    try:
+        manifest = Manifest.read(settings.graphs_file)
+        if not settings.graphs:  # --graph gives graphs a file may leave out
+            manifest.graphs_or_refuse()
+    except ManifestError as exc:
+        refuse(settings, str(exc))
+        return None
+    if not processes.is_child():
+        for said in warnings(manifest):
+            console.print(f"[yellow]warning:[/] {escape(said)}", soft_wrap=True)
+    return manifest
+
+
+def refuse(settings: Settings, why: str) -> None:
+    """The one line on stderr that says why the configuration cannot be served."""
+    where = str(settings.graphs_file or "the configuration")
+    why = why.removeprefix(f"{where}: ")  # a ManifestError names the file first
+    console.print(f"[red]cannot serve {escape(where)}[/]: {escape(why)}", soft_wrap=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from outlast.config import supervisor as _supervisor
@@ -25,6 +25,7 @@ from outlast.config.parts import (
 )
 
 _ENV = SettingsConfigDict(env_prefix="OUTLAST_", extra="ignore")
+DEFAULT_CONFIG = Path("langgraph.json")
 
 
 class Settings(_supervisor.SupervisorSettings):
@@ -39,9 +40,11 @@ class Settings(_supervisor.SupervisorSettings):
         default=Path(".outlast"),
         description="the embedded store's folder; also holds secret.key, reports, outbox",
     )
-    graphs_file: Path = Field(
-        default=Path("langgraph.json"),
-        description="the graphs to serve; without it nor graphs, the built-in ones",
+    graphs_file: Path | None = Field(
+        default=None,
+        description="the app's langgraph.json (`--config`): its graphs, auth, routes, store; "
+        "unset: ./langgraph.json if there is one. One that is named and does not exist "
+        "stops the server; with no file at all and no graphs, outlast's demo graphs",
     )
     graphs: list[str] = Field(
         default_factory=list, description="extra graphs: name=module:attr or name=path.py:attr"
@@ -312,6 +315,14 @@ class Settings(_supervisor.SupervisorSettings):
     webhook_poll: float = Field(
         default=1.0, gt=0, description="longest nap of the deliverer between claims"
     )
+
+    @model_validator(mode="after")
+    def _found_config(self) -> Settings:
+        """No ``langgraph.json`` named: the working directory's, when it has one (as
+        ``langgraph dev`` reads it); else ``None``, no configuration at all."""
+        if self.graphs_file is None and DEFAULT_CONFIG.is_file():
+            self.graphs_file = DEFAULT_CONFIG
+        return self
 
     def sqlite_paths(self) -> tuple[Path, Path]:
         """The run store and the checkpoint store, in two files: aiosqlite gives each

@@ -45,6 +45,17 @@ def parse_graph_option(option: str) -> tuple[str, str]:
     return name.strip(), target.strip()
 
 
+def targets_of(manifest: Manifest, extra: Iterable[str] = ()) -> dict[str, str]:
+    """The graphs to serve: the file's and ``--graph``'s (``extra``); outlast's demo
+    graphs only when neither a file nor ``--graph`` names any. A file with no graphs is
+    refused (``ManifestError``) unless ``--graph`` gives some."""
+    options = dict(parse_graph_option(option) for option in extra)
+    if manifest.source is None:
+        return options or dict(BUILTIN)
+    targets = manifest.graph_targets() if options else manifest.graphs_or_refuse()
+    return {**targets, **options}
+
+
 class GraphRegistry:
     """The configured graphs by name, each loaded once (on first use or by ``load_all``):
     a graph built then, or a factory opened per use (``outlast.graph.factories``). A graph
@@ -66,20 +77,18 @@ class GraphRegistry:
 
     @classmethod
     def from_config(cls, graphs_file: Path | None, extra: Iterable[str] = ()) -> GraphRegistry:
-        """Graphs from ``langgraph.json`` (when it exists) plus ``--graph`` options;
-        with neither, the built-in ones (``agent`` and ``steps``)."""
+        """Graphs from ``langgraph.json`` plus ``--graph`` options; with neither (no file
+        given: ``None``), the built-in demo ones (``agent``, ``steps``, ``booking``). A
+        file that does not exist, or that lists no graphs while no ``--graph`` adds one,
+        is a ``ManifestError`` (a ``GraphLoadError``)."""
         return cls.from_manifest(Manifest.read(graphs_file), extra)
 
     @classmethod
     def from_manifest(cls, manifest: Manifest, extra: Iterable[str] = ()) -> GraphRegistry:
+        targets = targets_of(manifest, extra)
         manifest.apply_env()  # before any graph module is imported: it may read them
-        targets = manifest.graph_targets()
-        base = manifest.base_dir
-        for option in extra:
-            name, target = parse_graph_option(option)
-            targets[name] = target
         app_auth = manifest.auth is not None and bool(manifest.auth.path)
-        return cls(targets or dict(BUILTIN), base, app_auth=app_auth)
+        return cls(targets, manifest.base_dir, app_auth=app_auth)
 
     @property
     def names(self) -> list[str]:

@@ -2,7 +2,8 @@
 
 When the database fails under a run (a full disk, Postgres restarting), the execution
 stops without writing: it cannot write. Left there, the run waits for its lease to run
-out and the reaper to requeue it, and a reaped run has spent an attempt; a run that met
+out and the reaper to requeue it, and a reaped run has spent an attempt (unless it saved
+a step since its claim: ``store/transitions.py:reap``); a run that met
 three full-disk episodes ended ``failed`` with ``worker_lost`` though no worker was ever
 lost (the nemesis, ``bench/full_disk_episodes.py``). An outage is the infrastructure's
 failure, not the run's, so it should cost no attempt, as a drain costs none.

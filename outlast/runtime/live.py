@@ -36,6 +36,7 @@ class Chunk:
     ns: str
     text: str
     tool_call_chunks: list[Any] = field(default_factory=list)
+    last: bool = False  # the model's last chunk of the message (``chunk_position``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,7 +248,8 @@ class Translator:
         pending.tool_ends.append(len(pending.tool_call_chunks))
         group = live.followers(self._run_id) if self._run_id is not None else None
         if group:
-            chunk = live.Chunk(self._epoch, n, key, pending.node, ns, text, tools)
+            last = getattr(message, "chunk_position", None) == "last"
+            chunk = live.Chunk(self._epoch, n, key, pending.node, ns, text, tools, last)
             for follower in list(group):
                 follower.push(chunk)
         if getattr(message, "chunk_position", None) == "last":

@@ -111,6 +111,8 @@ class Worker:
         self._background: list[asyncio.Task[None]] = []
         self._unsubscribe: Callable[[], None] = _noop
         self._control_checks: set[asyncio.Task[None]] = set()
+        # executions stopping after this worker claimed their run again (``_start``)
+        self._stale: set[asyncio.Task[None]] = set()
         self.completed = 0
         self._reserved = 0  # slots held for runs being accepted eagerly (reserve/adopt)
         self._drained = False  # the last claim took all there was, and no NOTIFY since
@@ -268,6 +270,17 @@ class Worker:
 
     def _start(self, execution: Execution) -> None:
         run_id = execution.run.id
+        stale = self.held.get(run_id)
+        if stale is not None:
+            # This worker lost the run (starved past its lease, another worker took it
+            # over) and claimed it again before its old execution noticed: the old one
+            # stops now, without writing, and must not outlive the new one in ``held``.
+            log.warning("run %s: claimed again; its earlier execution here stops", run_id)
+            stale.request_stop(LEASE_LOST)
+            stopping = self._tasks.get(run_id)
+            if stopping is not None:  # kept referenced (and drained) until it is done
+                self._stale.add(stopping)
+                stopping.add_done_callback(self._stale.discard)
         self.held[run_id] = execution
         self._tasks[run_id] = asyncio.create_task(
             self._execute(execution), name=f"run-{run_id}", context=self._context.copy()
@@ -296,16 +309,17 @@ class Worker:
             log.exception("run %s: execution crashed", run_id)
         finally:
             metrics.WORKER_IN_FLIGHT.dec()
-            self.held.pop(run_id, None)
-            self._tasks.pop(run_id, None)
+            if self.held.get(run_id) is execution:  # not a later execution of the run
+                self.held.pop(run_id, None)
+                self._tasks.pop(run_id, None)
             self._slot_freed.set()
 
     async def _drain(self) -> None:
-        if not self._tasks:
+        if not self._tasks and not self._stale:
             return
         for execution in list(self.held.values()):
             execution.request_stop(SHUTDOWN)
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._stale]
         _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace)
         if pending:
             log.warning(
@@ -361,16 +375,30 @@ class Worker:
             await asyncio.sleep(self.settings.reaper_interval)
 
     async def reap_once(self) -> None:
-        """One round of the reaper. After an outage this worker's own leases may have
-        lapsed while nothing could be written: renewed first, its runs are not reaped as a
-        dead worker's when the store comes back before its next heartbeat. If that
-        renewal fails, this round reaps nothing: the store answered the reap and not the
-        renewal (a connection that died with a restarting server), and a reap now would
-        take this worker's live runs, each at the cost of an attempt."""
+        """One round of the reaper. It never takes a run this worker executes, whatever
+        its lease says (``held``: a worker whose own heartbeat was late, its loop
+        starved, is alive, and renews at its next beat); a run this worker holds in the
+        store without executing it (an eager claim it never started, an execution that
+        crashed) is reaped as any other. After an outage this worker's own leases may
+        have lapsed while nothing could be written: renewed first, so that other
+        workers do not reap them as a dead worker's when the store comes back before
+        its next heartbeat. If that renewal fails, this round reaps nothing: the store
+        answered the reap and not the renewal (a connection that died with a restarting
+        server), and the other workers' renewals may be failing for the same outage.
+
+        Whether a reaped run's attempt counts is the store's decision (a run that saved
+        a step since its claim gets it back, ``store/transitions.py:reap``); the
+        deployment's durability tells it whether steps are saved as they finish."""
         late = time.monotonic() - self._renewed > self.settings.worker_heartbeat * 1.5
         if self.held and late and not await self._renew_held():
             return
-        for reaped in await self.store.reap(grace=self.settings.worker_lease_ttl):
+        reaped_runs = await self.store.reap(
+            grace=self.settings.worker_lease_ttl,
+            holder=self.id,
+            held=list(self.held),
+            durability=self.settings.durability,
+        )
+        for reaped in reaped_runs:
             log.warning("run %s: worker lease expired → %s", reaped.run_id, reaped.status)
 
     async def _retention_loop(self) -> None:

@@ -212,9 +212,11 @@ class AssistantService:
         are."""
         by = sort_by or "created_at"
         desc = (sort_order or "desc") == "desc"
+        # as LangGraph's server asks it: `metadata` a dict, {} when the query has none
+        # (the tutorials' handler does `value.setdefault("metadata", {}).update(...)`)
         asked = {
             "graph_id": query.graph_id,
-            "metadata": query.metadata,
+            "metadata": dict(query.metadata or {}),
             "limit": limit,
             "offset": offset,
         }
@@ -225,8 +227,14 @@ class AssistantService:
         return merged[offset : offset + limit], total
 
     async def count(self, query: AssistantQuery) -> int:
-        """As many as a search finds (``assistants.search`` is asked)."""
-        asked = {"graph_id": query.graph_id, "metadata": query.metadata}
+        """As many as a search finds (``assistants.search`` is asked, with ``limit`` and
+        ``offset`` 0, as LangGraph's server asks it for a count)."""
+        asked = {
+            "graph_id": query.graph_id,
+            "metadata": dict(query.metadata or {}),
+            "limit": 0,
+            "offset": 0,
+        }
         return (await self._matching(query, asked, "created_at", True, 1))[1]
 
     async def _matching(
@@ -234,12 +242,16 @@ class AssistantService:
     ) -> tuple[list[Assistant], int]:
         """The system assistants and enough of the caller's own that match the query and
         ``assistants.search``'s filter (all of them when there is a filter: it is matched
-        here), unsorted; and how many match in all."""
+        here), unsorted; and how many match in all. The metadata searched by is the
+        handler's ``value["metadata"]`` (what it wrote there narrows the search, as on
+        LangGraph's server)."""
         wanted = await self.search_filter(asked)
+        metadata = asked.get("metadata")
+        q = dataclasses.replace(q, metadata=dict(metadata) if isinstance(metadata, dict) else None)
         system = kept([a for a in self.system_assistants() if q.matches(a)], wanted)
         stored, stored_total = await self.store.search_assistants(
             principal=self.owners.scope,
-            metadata=q.metadata,
+            metadata=q.metadata or None,
             graph_id=q.graph_id,
             name=q.name,
             limit=enough if wanted is None else EVERY,

@@ -8,15 +8,18 @@ decision, as on LangGraph's server (``shared``; ``service/owners.py``). Its ``@a
 handlers are asked here, once per operation, by every
 face that touches the resource (the LangGraph face, the thread protocol, ``/v1``, A2A,
 MCP; assistants in ``service/assistants.py``, crons in ``service/crons.py``):
-``None``/``True`` allows, ``False`` refuses (``403``), a dict is a filter on the
-resource's metadata (a thread that fails it does not exist for the caller: ``404`` on a
-read, absent from a search), and what the handler writes into ``value["metadata"]`` is
-what gets stored. The most specific handler answers, as on LangGraph's server: the
-resource's action, the resource, the action on any resource, then the global one.
+``None``/``True`` allows, ``False`` refuses (``403``, as a failed ``assert`` does, with its
+message; a ``ValueError`` is a ``400``, as on LangGraph's server), a dict is a filter on
+the resource's metadata (a thread that fails it does not exist for the caller: ``404`` on
+a read, absent from a search), and what the handler writes into ``value["metadata"]`` is
+what gets stored (on an assistants or crons search, what it is searched by). The most
+specific handler answers, as on LangGraph's server: the resource's action, the resource,
+the action on any resource, then the global one.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +38,14 @@ Filter = dict[str, Any]
 class Forbidden(OutlastError):
     status = 403
     title = "Forbidden"
+
+
+class HandlerValueError(OutlastError):
+    """A ``ValueError`` raised by an ``@auth.on`` handler: a ``400`` with its message, as
+    LangGraph's server answers it."""
+
+    status = 400
+    title = "Refused by the app's auth handler"
 
 
 class AuthRefused(OutlastError):
@@ -119,9 +130,11 @@ class Authz:
     # OUTLAST_AUTH_DEFAULT=deny: what no handler covers is refused, not allowed as on
     # LangGraph's server.
     deny_uncovered: bool = False
-    # per request: what was asked already → its filter (a route and the lookups it
-    # makes ask the handler once)
-    _asked: dict[tuple[str, str, str], Filter | None] = field(default_factory=dict, compare=False)
+    # per request: what was asked already → its filter and the value as the handler left
+    # it (a route and the lookups it makes ask the handler once)
+    _asked: dict[tuple[str, str, str], tuple[Filter | None, dict[str, Any]]] = field(
+        default_factory=dict, compare=False
+    )
 
     @property
     def active(self) -> bool:
@@ -154,18 +167,26 @@ class Authz:
             # LangGraph's server answers a failed assertion in a handler with 403 and its
             # message; its tutorials write rules that way (`assert ns[0] == identity, …`)
             raise Forbidden(str(exc) or f"{resource}.{action} is not allowed") from None
+        except ValueError as exc:  # LangGraph's server: 400 with the message
+            raise HandlerValueError(str(exc) or f"{resource}.{action}: {exc!r}") from None
         if result is False:
             raise Forbidden(f"{resource}.{action} is not allowed for {self.user.identity}")
         return dict(result) if isinstance(result, Mapping) and result else None
 
     async def filter(self, resource: str, action: str, value: dict[str, Any]) -> Filter | None:
-        """``check``, asked once per request for a value that carries no changes."""
+        """``check``, asked once per request for the same value; asked again, ``value``
+        becomes what the handler made of it the first time (a search's metadata)."""
         if not self.active:
             return None
         key = (resource, action, repr(sorted(value.items(), key=lambda kv: kv[0])))
-        if key not in self._asked:
-            self._asked[key] = await self.check(resource, action, value)
-        return self._asked[key]
+        if key in self._asked:
+            wanted, after = self._asked[key]
+            value.clear()
+            value.update(copy.deepcopy(after))
+            return wanted
+        wanted = await self.check(resource, action, value)
+        self._asked[key] = (wanted, copy.deepcopy(value))
+        return wanted
 
     async def admits(
         self, resource: str, action: str, value: dict[str, Any], metadata: Mapping[str, Any]

@@ -222,9 +222,8 @@ class CronService:
         sort_order: str = "desc",
     ) -> tuple[list[Cron], int]:
         """The caller's crons, one page, and how many match in all."""
+        wanted, metadata = await self._filter(assistant_id, thread_id, metadata, limit, offset)
         where = await self._query(assistant_id, thread_id, enabled, metadata)
-        asked = {"assistant_id": assistant_id, "thread_id": thread_id}
-        wanted = await self._filter({**asked, "limit": limit, "offset": offset})
         if wanted is None:
             found = await self.store.search_crons(
                 where, limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order
@@ -245,8 +244,8 @@ class CronService:
         enabled: bool | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> int:
+        wanted, metadata = await self._filter(assistant_id, thread_id, metadata, 0, 0)
         where = await self._query(assistant_id, thread_id, enabled, metadata)
-        wanted = await self._filter({"assistant_id": assistant_id, "thread_id": thread_id})
         if wanted is None:
             return await self.store.count_crons(where)
         every = await self.store.search_crons(where, limit=EVERY)
@@ -296,9 +295,28 @@ class CronService:
             raise CronNotFound(f"Cron {cron_id} not found")
         return current
 
-    async def _filter(self, asked: dict[str, Any]) -> Filter | None:
-        """``crons.search``'s filter (None: every cron the query matches)."""
-        return await self.authz.filter("crons", "search", asked)
+    async def _filter(
+        self,
+        assistant_id: str | None,
+        thread_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        limit: int,
+        offset: int,
+    ) -> tuple[Filter | None, Mapping[str, Any] | None]:
+        """``crons.search``'s filter (None: every cron the query matches), and the
+        metadata to search by: the handler's ``value["metadata"]``, as LangGraph's server
+        asks it (a dict, {} when the query has none; ``limit`` and ``offset`` 0 for a
+        count) and searches by it (what the handler wrote there narrows the search)."""
+        asked: dict[str, Any] = {
+            "assistant_id": assistant_id,
+            "thread_id": thread_id,
+            "limit": limit,
+            "offset": offset,
+            "metadata": dict(metadata or {}),
+        }
+        wanted = await self.authz.filter("crons", "search", asked)
+        searched = asked.get("metadata")
+        return wanted, dict(searched) if isinstance(searched, Mapping) and searched else None
 
     async def _query(
         self,

@@ -11,6 +11,8 @@ hot path (claim, append, finish) stays one statement per backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from outlast.errors import LeaseLost
@@ -85,6 +87,15 @@ async def delete_thread_in(tx: Tx, thread_id: str) -> bool:
     return bool(await tx.rows("lg_thread_delete", thread_id=thread_id))
 
 
+async def _progressed(tx: Tx, run: Run, durability: str) -> bool:
+    """Whether the attempt of the locked ``run`` made progress a successor keeps
+    (``transitions.progressed``): a step saved since its claim, under its durability
+    (the request's, else the deployment's ``durability``)."""
+    (row,) = await tx.rows("run_progress", run_id=run.id)
+    durable = (run.options or {}).get("durability") or durability
+    return transitions.progressed(bool(row["progressed"]), str(durable))
+
+
 async def leased(tx: Tx, lease: Lease) -> Run:
     """The run locked under ``lease``; LeaseLost if the lease is no longer held."""
     rows = await tx.rows(
@@ -114,12 +125,30 @@ class TransitionOps(TxProvider):
             change = transitions.release(await facts_of(tx, run), reason)
             return (await apply(tx, run, change)).last_seq
 
-    async def reap(self, limit: int = 100, grace: float = 0.0) -> list[Reaped]:
+    async def reap(
+        self,
+        limit: int = 100,
+        grace: float = 0.0,
+        *,
+        holder: str | None = None,
+        held: Sequence[str] = (),
+        durability: str = "sync",
+    ) -> list[Reaped]:
         reaped: list[Reaped] = []
         async with self._writing() as tx:
-            for row in await tx.rows("run_lock_expired", limit=limit, grace=grace):
+            expired = await tx.rows(
+                "run_lock_expired",
+                limit=limit,
+                grace=grace,
+                holder=holder,
+                held=tx.encode_json(list(held)),
+            )
+            for row in expired:
                 run = tx.run(row)
-                after = await apply(tx, run, transitions.reap(await facts_of(tx, run)))
+                facts = replace(
+                    await facts_of(tx, run), progressed=await _progressed(tx, run, durability)
+                )
+                after = await apply(tx, run, transitions.reap(facts))
                 reaped.append(Reaped(run.id, after.status, after.last_seq))
         return reaped
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from outlast.store.hub import CONTROL, EVENTS, QUEUE, STATUS
 from outlast.store.records import Effect, EventDraft, Run
-from outlast.vocabulary import EffectStatus, EventType, RunStatus
+from outlast.vocabulary import EffectStatus, EventType, RunStatus, Takeover
 
 # Who hears of each transition: followers of the log (EVENTS), the claim loops (QUEUE),
 # result waiters (STATUS), and for a cancel the worker that holds the run (CONTROL).
@@ -30,6 +30,8 @@ CANCEL_NOTES = (EVENTS, CONTROL, QUEUE, STATUS)
 END_NOTES = (EVENTS, QUEUE, STATUS)
 
 LOST_REASON = "worker lease expired"
+# The error type of a run failed by the reaper: lost on its last counted attempt.
+WORKER_LOST = "worker_lost"
 # Why a run parked while its cancel was pending is not waiting.
 PARKED_CANCELLING = "cancelled while running"
 # The error type of a run that new input replaced while it asked a client something.
@@ -71,6 +73,9 @@ class Facts:
     error: dict[str, Any] | None = None
     effects_owed: bool = False  # ``owed(effects)`` is not empty
     ran: bool = False  # it was claimed at least once (lease epoch > 0): it may have written
+    # its current attempt saved a step since its claim (``progressed``); asked by the
+    # reaper only
+    progressed: bool = False
 
     @classmethod
     def of(cls, run: Run, effects: Sequence[Effect]) -> Facts:
@@ -333,15 +338,48 @@ def park(facts: Facts, *, answered: bool, waits: int, kinds: Sequence[str]) -> C
     )
 
 
+def progressed(saved_a_step: bool, durability: str) -> bool:
+    """Whether an attempt made progress a successor keeps: it saved a step since its
+    claim (a ``node.updated`` of the root graph after its ``run.started`` that a resume
+    did not recover for an earlier attempt: its writes are in the run's checkpoints; a
+    subgraph's steps are not counted), under a durability that saves steps as they
+    finish. Under
+    ``exit`` LangGraph saves nothing before the graph returns, so a successor starts
+    again from the input: steps streamed are not progress, or a run that crashes its
+    worker near its end would be given every attempt back, for ever."""
+    return saved_a_step and durability != "exit"
+
+
+def poison_pill(attempts: int) -> str:
+    """The reason a run fails whose worker was lost on ``attempts`` counted attempts,
+    each without progress: whatever it does crashes (or stalls) the worker that runs it,
+    and taking it over again would crash the next one."""
+    return (
+        f"poison pill: the run lost its worker {attempts} time(s) without progress "
+        "(no step saved since its claim)"
+    )
+
+
 def reap(facts: Facts) -> Change:
     """A run whose worker stopped renewing its lease, in a new epoch (the lost worker is
-    fenced). ``queued`` again (the attempt counts at the next claim), ``failed`` on its
-    last attempt (error ``worker_lost``), ``cancelled`` if it was cancelling. A run that
-    owes work goes back to a worker whatever its attempts, with its ending recorded here
-    if the lost worker had not recorded it: cancelling, it stays ``cancelling`` with no
-    worker (unless its cancel said not to compensate); lost on its last attempt, it is
-    queued to end ``failed`` once it has compensated."""
-    last = facts.attempts >= facts.max_attempts
+    fenced): a takeover. Whether its attempt counts depends on what the attempt did:
+
+    - it saved a step since its claim (``facts.progressed``): the run was making
+      progress, and the worker was lost to something else (starved past its lease,
+      killed, its machine gone); the attempt is given back (``attempts`` -1, as a
+      release does), and the run is ``queued`` again whatever its attempts;
+    - it saved none: the attempt counts (the claim added it), and on the last one the
+      run is ``failed`` (error ``worker_lost``, the reason ``poison_pill``): a run that
+      loses every worker it is given before it saves anything is stopped.
+
+    ``cancelled`` if it was cancelling. A run that owes work goes back to a worker
+    whatever its attempts, with its ending recorded here if the lost worker had not
+    recorded it: cancelling, it stays ``cancelling`` with no worker (unless its cancel
+    said not to compensate); lost on its last attempt, it is queued to end ``failed``
+    once it has compensated. The event (``run.requeued``, ``run.failed`` or
+    ``run.cancelled``) says which takeover it was (``takeover``), whether the attempt
+    counted (``counted``) and the attempts spent after it (``attempts``)."""
+    last = not facts.progressed and facts.attempts >= facts.max_attempts
     ending = facts.ending
     error = facts.error
     if ending is None and facts.status == RunStatus.CANCELLING:
@@ -352,8 +390,8 @@ def reap(facts: Facts) -> Change:
             error = {"type": "cancelled", "reason": "worker lost while cancelling"}
     elif ending is None and last:
         lost = {
-            "type": "worker_lost",
-            "reason": "worker lease expired on the last attempt",
+            "type": WORKER_LOST,
+            "reason": poison_pill(facts.attempts),
             "attempts": facts.attempts,
         }
         if owes(facts, Ask()):
@@ -368,11 +406,27 @@ def reap(facts: Facts) -> Change:
         status, kind = RunStatus.CANCELLING, EventType.RUN_REQUEUED
     else:
         status, kind = RunStatus.QUEUED, EventType.RUN_REQUEUED
+    # given back only to a run that goes on: a run cancelled here has ended
+    given_back = facts.progressed and status != RunStatus.CANCELLED
+    takeover = Takeover.PROGRESSED if facts.progressed else Takeover.STALLED
+    attempts = facts.attempts - 1 if given_back else facts.attempts
+    said: dict[str, Any] = {}
+    if status == RunStatus.FAILED:  # as the faces read a failure: its type and message
+        said["error"] = {"type": WORKER_LOST, "message": poison_pill(facts.attempts)}
     return Change(
         status,
         ending,
         error,
-        _event(status, kind, reason=LOST_REASON, attempts=facts.attempts),
+        _event(
+            status,
+            kind,
+            reason=LOST_REASON,
+            attempts=attempts,
+            takeover=takeover.value,
+            counted=not given_back,
+            **said,
+        ),
+        attempts=-1 if given_back else 0,
         new_epoch=True,
     )
 

@@ -4,6 +4,7 @@ cancel, and the fence every worker write passes against a stale lease epoch."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -22,6 +23,9 @@ from tests.store_contract.support import (
 from tests.util import new_run
 
 STARTED = (EventType.RUN_STARTED, {"status", "attempt", "worker_id", "epoch"})
+# The payload of the reaper's events (a takeover), and which takeover it was.
+TAKEOVER = {"status", "reason", "attempts", "takeover", "counted"}
+PROGRESSED, STALLED = "lease_expired_with_progress", "lease_expired_without_progress"
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 
 
@@ -321,9 +325,12 @@ async def test_reaper_fails_after_max_attempts(store: Store, notes: Notes) -> No
     final = await store.get_run(run.id)
     assert final is not None and final.status == RunStatus.FAILED
     assert final.error is not None and final.error["type"] == "worker_lost"
+    assert "poison pill" in final.error["reason"] and final.error["attempts"] == 1
     events = await store.read_events(run.id, 0, 100)
     assert events[-1].type == EventType.RUN_FAILED and events[-1].terminal
-    assert shape(events[-1:]) == [(EventType.RUN_FAILED, {"status", "reason", "attempts"})]
+    assert shape(events[-1:]) == [(EventType.RUN_FAILED, TAKEOVER | {"error"})]
+    assert events[-1].data["takeover"] == STALLED and events[-1].data["counted"] is True
+    assert events[-1].data["error"]["type"] == "worker_lost"
     assert events[-1].seq == reaped.seq
     assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
 
@@ -336,11 +343,121 @@ async def test_reaper_requeues_and_cancels_a_cancelling_run(store: Store) -> Non
     reaped = {r.run_id: r.status for r in await store.reap()}
     assert reaped == {requeued.id: RunStatus.QUEUED, cancelling.id: RunStatus.CANCELLED}
     (last,) = (await store.read_events(requeued.id, 0, 100))[-1:]
-    assert shape([last]) == [(EventType.RUN_REQUEUED, {"status", "reason", "attempts"})]
+    assert shape([last]) == [(EventType.RUN_REQUEUED, TAKEOVER)]
     (last,) = (await store.read_events(cancelling.id, 0, 100))[-1:]
-    assert shape([last]) == [(EventType.RUN_CANCELLED, {"status", "reason", "attempts"})]
+    assert shape([last]) == [(EventType.RUN_CANCELLED, TAKEOVER)]
     assert await store.reap() == []
     assert await store.reap(limit=0) == []
+
+
+def _step(task: str, **extra: object) -> EventDraft:
+    """A step's ``node.updated``, as the translator (or a resume's recovery) logs it."""
+    return EventDraft(
+        EventType.NODE_UPDATED, {"node": "n", "ns": "", "update": {}, "task": task, **extra}
+    )
+
+
+async def test_a_takeover_after_progress_gives_the_attempt_back(store: Store, notes: Notes) -> None:
+    """A worker lost while its run made progress (a step saved since its claim) costs
+    the run nothing: the attempt is given back, on its last attempt too."""
+    run, _ = await store.create_run(new_run(max_attempts=1))
+    (got,) = await store.claim("w", 30, 1)
+    lease = Lease(run.id, "w", got.lease_epoch)
+    await store.append(lease, [EventDraft(EventType.CUSTOM, {}), _step("t1")])
+    await store.renew("w", -1)  # the worker stops renewing: starved, killed
+    await notes.take()
+    (reaped,) = await store.reap()
+    assert reaped.status == RunStatus.QUEUED  # not failed: it was making progress
+    after = await store.get_run(run.id)
+    assert after is not None and after.attempts == 0 and after.error is None
+    (event,) = await events_after(store, run.id, reaped.seq - 1)
+    assert (event.type, event.data) == (
+        EventType.RUN_REQUEUED,
+        {
+            "status": RunStatus.QUEUED,
+            "reason": "worker lease expired",
+            "attempts": 0,
+            "takeover": PROGRESSED,
+            "counted": False,
+        },
+    )
+    assert await notes.take() == notes_of(run.id, EVENTS, QUEUE, STATUS)
+    (again,) = await store.claim("w2", 30, 1)
+    assert again.attempts == 1
+
+
+async def test_a_takeover_without_progress_since_the_claim_counts(store: Store) -> None:
+    """Progress is the attempt's own: steps an earlier attempt saved, and steps a resume
+    recovers into the log for an earlier attempt, are not progress of this one; nor are
+    a subgraph's steps (its checkpoints are not the run's) or custom events."""
+    run, _ = await store.create_run(new_run(max_attempts=2))
+    (first,) = await store.claim("w", 30, 1)
+    await store.append(Lease(run.id, "w", first.lease_epoch), [_step("t1")])
+    await store.renew("w", -1)
+    await store.reap()  # progressed: given back
+    (second,) = await store.claim("w2", 30, 1)
+    assert second.attempts == 1
+    lease = Lease(run.id, "w2", second.lease_epoch)
+    others = [
+        _step("t0", recovered=True),
+        _step("t2", ns="sub:1"),
+        EventDraft(EventType.CUSTOM, {}),
+    ]
+    await store.append(lease, others)
+    await store.renew("w2", -1)
+    (reaped,) = await store.reap()
+    assert reaped.status == RunStatus.QUEUED
+    (event,) = await events_after(store, run.id, reaped.seq - 1)
+    assert (event.data["takeover"], event.data["counted"], event.data["attempts"]) == (
+        STALLED,
+        True,
+        1,
+    )
+    (third,) = await store.claim("w3", 30, 1)
+    assert third.attempts == 2
+    await store.renew("w3", -1)
+    (failed,) = await store.reap()  # a second attempt lost without progress: its last
+    assert failed.status == RunStatus.FAILED
+    final = await store.get_run(run.id)
+    assert final is not None and final.error is not None
+    assert final.error["type"] == "worker_lost" and "poison pill" in final.error["reason"]
+
+
+async def test_steps_streamed_under_durability_exit_are_not_progress(store: Store) -> None:
+    """Under ``exit`` nothing is saved before the graph returns: a successor starts
+    over, so the attempt counts (the deployment's durability, or the run's own)."""
+    own = dataclasses.replace(new_run(), options={"durability": "exit"})
+    cases = [(own, "w1", "sync"), (new_run(), "w2", "exit")]
+    leases = [(await claimed(store, new, worker))[1] for new, worker, _ in cases]
+    for lease, (_, worker, durability) in zip(leases, cases, strict=True):
+        run = await store.get_run(lease.run_id)
+        assert run is not None
+        await store.append(lease, [_step("t1")])
+        await store.renew(worker, -1)
+        (reaped,) = await store.reap(durability=durability)
+        (event,) = await events_after(store, run.id, reaped.seq - 1)
+        assert (event.data["takeover"], event.data["counted"]) == (STALLED, True)
+        after = await store.get_run(run.id)
+        assert after is not None and after.attempts == 1
+
+
+async def test_a_worker_does_not_reap_the_runs_it_executes(store: Store) -> None:
+    """A worker whose own heartbeat was late (its loop starved) is alive: its reaper
+    passes over the expired leases of the runs it executes, which it renews at its next
+    beat. Another worker's reaper takes them; so does its own, for a run it holds in the
+    store without executing it (an eager claim it never started)."""
+    mine, _ = await claimed(store, worker="w")
+    orphan, _ = await claimed(store, worker="w")
+    await store.renew("w", -1)  # both leases past
+    assert await store.reap(holder="w", held=[mine.id, orphan.id]) == []
+    reaped = await store.reap(holder="w", held=[mine.id])
+    assert [(r.run_id, r.status) for r in reaped] == [(orphan.id, RunStatus.QUEUED)]
+    held = await store.renew("w", 30, [mine.id])  # its next beat: still its run
+    assert [h.run_id for h in held] == [mine.id]
+    await store.renew("w", -1)
+    # another worker executing a run of the same id is no reason to spare this one
+    reaped = await store.reap(holder="w2", held=[mine.id])
+    assert [(r.run_id, r.status) for r in reaped] == [(mine.id, RunStatus.QUEUED)]
 
 
 async def test_reap_takes_at_most_limit(store: Store) -> None:

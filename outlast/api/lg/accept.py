@@ -22,10 +22,23 @@ async def start(
     """Accept a run (or, for ``command.resume``, answer the thread's waits);
     ``thread_id`` None: a stateless run, on a thread made with it. ``streamed``: the
     response streams the run (its modes are kept in the log)."""
+    return (await started(ctx, thread_id, body, key, streamed))[0]
+
+
+async def started(
+    ctx: AppContext,
+    thread_id: str | None,
+    body: RunCreate,
+    key: str | None,
+    streamed: bool = False,
+) -> tuple[Found, bool]:
+    """``start``, and whether the request made the LangGraph run: a new run, or a
+    resume's new stretch (with an ``Idempotency-Key`` a resume's stretch cannot be told
+    from a retry's, which made none: it counts as not made)."""
     made = await launcher(ctx).start(thread_id, body.launch_request(), key, streamed=streamed)
     if made.created:  # a new run is its own only stretch, and asks nothing yet
-        return Found(made.lg, made.run, latest=True)
-    return await found(ctx, made.lg, made.run)
+        return Found(made.lg, made.run, latest=True), True
+    return await found(ctx, made.lg, made.run), key is None
 
 
 async def checked(ctx: AppContext, body: RunCreate) -> Assistant:

@@ -113,8 +113,8 @@ async def sse(
     if _over_before(f, cursor, upper):
         yield frame("end", {"status": f.run.status.value}, cursor)
         return
-    if "messages" in wire.modes and cursor > f.lg.from_seq:
-        await _prime(ctx, f, cursor, wire)
+    if wire.modes & MESSAGE_MODES and cursor > f.lg.from_seq:
+        await prime(ctx, f.run.id, f.lg.from_seq, cursor, wire)
     tokens = Tokens(wire, cursor, resume, lambda: live.progress(f.run.id))
     with contextlib.ExitStack() as stack:
         chunks = None
@@ -145,10 +145,11 @@ async def sse(
                     return
 
 
-async def _prime(ctx: AppContext, f: Found, cursor: int, wire: Wire) -> None:
-    after = f.lg.from_seq
+async def prime(ctx: AppContext, run_id: str, after: int, cursor: int, wire: Wire) -> None:
+    """What a client that rejoins at ``cursor`` was sent of the run's model output after
+    ``after`` (``Wire.prime``)."""
     while after < cursor:
-        events = await ctx.store.read_events(f.run.id, after, 500)
+        events = await ctx.store.read_events(run_id, after, 500)
         for event in events:
             if event.seq > cursor:
                 return

@@ -23,7 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from outlast.api.context import AppContext
 from outlast.api.edge import ThreadId, checked_key, ctx_of
-from outlast.api.lg.accept import start
+from outlast.api.lg.accept import start, started
 from outlast.api.lg.access import Found, found, found_of, lg_handle_or_404, lg_run_or_404
 from outlast.api.lg.follow import (
     cursor_of,
@@ -57,6 +57,16 @@ def _headers(f: Found, location: str) -> dict[str, str]:
     return {"Location": location, "Content-Location": base}
 
 
+def _created_json(f: Found, created: bool) -> dict[str, Any]:
+    """The Run a create answers. A run this request made is ``pending``, as on
+    LangGraph's server, whose queue has not looked at it yet: here a free worker may
+    have claimed it already (the eager start), which the next read shows."""
+    body = run_json(f.lg, f.run, f.status)
+    if created and body["status"] == "running":
+        body["status"] = "pending"
+    return body
+
+
 async def _create(
     request: Request,
     thread_id: str | None,
@@ -65,6 +75,15 @@ async def _create(
     streamed: bool = False,
 ) -> Found:
     return await start(ctx_of(request), thread_id, body, checked_key(key), streamed)
+
+
+async def _created(
+    request: Request, thread_id: str | None, body: RunCreate, key: str | None
+) -> JSONResponse:
+    """``runs.create``: the Run, ``pending`` if this request made it."""
+    f, made = await started(ctx_of(request), thread_id, body, checked_key(key))
+    base, _ = _paths(f)
+    return JSONResponse(_created_json(f, made), headers={"Content-Location": base})
 
 
 def _stream_response(
@@ -152,9 +171,7 @@ async def create_run(
     body: Annotated[RunCreate, Body()],
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
-    f = await _create(request, thread_id, body, idempotency_key)
-    base, _ = _paths(f)
-    return JSONResponse(run_json(f.lg, f.run, f.status), headers={"Content-Location": base})
+    return await _created(request, thread_id, body, idempotency_key)
 
 
 @router.post("/threads/{thread_id}/runs/stream")
@@ -325,9 +342,7 @@ async def create_stateless(
     body: Annotated[RunCreate, Body()],
     idempotency_key: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
-    f = await _create(request, None, body, idempotency_key)
-    base, _ = _paths(f)
-    return JSONResponse(run_json(f.lg, f.run, f.status), headers={"Content-Location": base})
+    return await _created(request, None, body, idempotency_key)
 
 
 @router.post("/runs/stream")

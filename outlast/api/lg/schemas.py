@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from outlast.api.lgshared import CheckpointRef as CheckpointRef
 from outlast.api.lgshared import Command as Command
@@ -87,6 +87,10 @@ class ThreadSearch(_Lenient):
     )
     sort_order: Literal["asc", "desc"] = "desc"
     select: list[str] | None = None
+    # alias → a path into the thread (``values.messages[-1].content``), at most 10
+    extract: dict[str, Annotated[str, StringConstraints(max_length=500)]] | None = Field(
+        default=None, max_length=10
+    )
 
 
 class ThreadCount(_Lenient):

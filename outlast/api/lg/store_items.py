@@ -109,7 +109,8 @@ def _items(request: Request) -> BaseStore:
 
 async def _asked(request: Request, action: str, namespace: Any, **value: Any) -> Any:
     """The app's ``store`` handler for ``action``: the namespace as it rewrote it (its
-    usual work: the user's identity in front), or as asked."""
+    usual work: the user's identity in front), or as asked. The value has the keys
+    LangGraph's server gives the handler (``namespace`` first, then the request's)."""
     asked = {"namespace": namespace, **value}
     await ctx_of(request).authz.check("store", action, asked)
     found = asked.get("namespace")
@@ -182,7 +183,14 @@ async def search_items(request: Request, body: SearchItems) -> dict[str, Any]:
     except ValueError as exc:
         raise InvalidFilter(str(exc)) from None
     prefix = await _asked(
-        request, "search", prefix, filter=body.filter, limit=body.limit, offset=body.offset
+        request,
+        "search",
+        prefix,
+        filter=body.filter,
+        limit=body.limit,
+        offset=body.offset,
+        query=body.query,
+        refresh_ttl=body.refresh_ttl,
     )
     found = await _items(request).asearch(
         prefix,
@@ -197,7 +205,15 @@ async def search_items(request: Request, body: SearchItems) -> dict[str, Any]:
 
 @router.post("/store/namespaces")
 async def list_namespaces(request: Request, body: ListNamespaces) -> dict[str, Any]:
-    prefix = await _asked(request, "list_namespaces", _path(body.prefix, "prefix"))
+    prefix = await _asked(
+        request,
+        "list_namespaces",
+        _path(body.prefix, "prefix"),
+        suffix=body.suffix,
+        max_depth=body.max_depth,
+        limit=body.limit,
+        offset=body.offset,
+    )
     found = await _items(request).alist_namespaces(
         prefix=prefix,
         suffix=_path(body.suffix, "suffix"),

@@ -122,4 +122,5 @@ def _wire(run: Run, kinds: set[str]) -> Wire:
         assistant_id=system_assistant_id(run.graph),
         modes=_ALL if "run_modes" in kinds else set(),
         subgraphs=True,
+        returned=False,
     )

@@ -10,6 +10,7 @@ What creating, copying and deleting a thread decide is the thread service's
 from __future__ import annotations
 
 import logging
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
@@ -35,7 +36,7 @@ from outlast.api.lg.thread_ttl import ttl_json
 from outlast.api.lg.views import thread_json
 from outlast.api.lgshared import HistoryQuery, state_json
 from outlast.api.schemas import NO_NUL
-from outlast.errors import GraphLoadError, UnprocessableRequest
+from outlast.errors import GraphLoadError, ThreadNotFound, UnprocessableRequest
 from outlast.jsonable import to_jsonable
 from outlast.runtime.waits import wait_interrupt
 from outlast.service.authz import matches
@@ -111,7 +112,8 @@ async def search_threads(
         views = [
             v for v in views if isinstance(v["values"], dict) and _has(v["values"], query.values)
         ]
-    key = query.sort_by
+    # no sort_by: the most recently updated first, as LangGraph's server lists them
+    key = query.sort_by if "sort_by" in query.model_fields_set else "updated_at"
     views.sort(key=lambda v: (str(v.get(key) or ""), v["thread_id"]))
     if query.sort_order == "desc":
         views.reverse()
@@ -119,9 +121,36 @@ async def search_threads(
     response.headers["X-Pagination-Total"] = str(len(views))
     if query.offset + len(page) < len(views):
         response.headers["X-Pagination-Next"] = str(query.offset + len(page))
+    if query.extract:
+        for v in page:
+            v["extracted"] = {alias: extracted(v, path) for alias, path in query.extract.items()}
     if query.select:
-        page = [{k: v[k] for k in query.select if k in v} for v in page]
+        keep = [*query.select, *(["extracted"] if query.extract else [])]
+        page = [{k: v[k] for k in keep if k in v} for v in page]
     return page
+
+
+_STEP = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
+
+
+def extracted(thread: dict[str, Any], path: str) -> Any:
+    """What ``path`` names in a thread (``values.messages[-1].content``: dots between
+    keys, brackets around list indices, negative from the end); None where it leads
+    nowhere."""
+    steps = _STEP.findall(path)
+    if not steps:  # names nothing (not the thread itself)
+        return None
+    here: Any = thread
+    for key, index in steps:
+        if key:
+            here = here.get(key) if isinstance(here, dict) else None
+        elif isinstance(here, list) and -len(here) <= int(index) < len(here):
+            here = here[int(index)]
+        else:
+            here = None
+        if here is None:
+            return None
+    return here
 
 
 async def _searched(
@@ -189,10 +218,20 @@ async def delete_thread(request: Request, thread_id: ThreadId) -> Response:
 @router.post("/threads/{thread_id}/copy")
 async def copy_thread(request: Request, thread_id: ThreadId) -> Any:
     """A new thread with the same metadata and the same checkpoints (the runs and their
-    logs stay with the original)."""
+    logs stay with the original). A thread the caller cannot see (none, or another
+    user's) is a ``409``, as on LangGraph's server: the copy is what conflicts, and the
+    answer says no more about the original than a missing one does."""
     ctx = ctx_of(request)
-    copied = await ctx.threads.copy(thread_id)  # read with its original's graph
-    return thread_json(copied, await ctx.threads.state(copied))
+    try:
+        copied = await ctx.threads.copy(thread_id)  # read with its original's graph
+    except ThreadNotFound:
+        raise Conflict(f"Thread {thread_id} cannot be copied: not found") from None
+    # the new thread as it was made (its state is read with GET, as on LangGraph's server)
+    body = thread_json(copied, await ctx.threads.state(copied))
+    for key in ("values", "error", "interrupts"):
+        body.pop(key, None)
+    body["config"] = {}
+    return body
 
 
 @router.get("/threads/{thread_id}/state")

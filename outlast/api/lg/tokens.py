@@ -101,6 +101,7 @@ class Tokens:
 
     def _delta(self, event: Event) -> list[ServerSentEvent]:
         data = event.data
+        self._wire.saw(data.get("id"))  # sent now, or live before: not again whole
         epoch, numbers = int(data["epoch"]), [int(n) for n in data["n"]]
         low = min(numbers)
         # chunks numbered below this event's are in earlier events: the client has them
@@ -116,7 +117,7 @@ class Tokens:
             out = self._wire.frames(event, self.ident())
         else:
             self._prime(epoch, [n for n in numbers if n not in send], data)
-            out = self._wire.message_frames(part(data, send), self.ident()) if send else []
+            out = self._wire.message_frames(_part(data, send), self.ident()) if send else []
         return out + self._drain()
 
     def _prime(self, epoch: int, numbers: list[int], data: dict[str, Any]) -> bool:
@@ -184,9 +185,20 @@ class Tokens:
             del self._held[key]
             self._have[chunk.epoch] = advance(chunk.n, got)
             self._ahead = (chunk.epoch, chunk.n)
-            out.extend(self._wire.message_frames(chunk_data(chunk), self.ident()))
+            data = chunk_data(chunk)
+            if chunk.last:
+                data["last"] = True
+            out.extend(self._wire.message_frames(data, self.ident()))
         return out
 
     def _primes(self, chunk: Chunk) -> bool:
         primed = self._primed
         return primed is not None and primed[0] == chunk.epoch and chunk.n <= primed[1]
+
+
+def _part(data: dict[str, Any], numbers: list[int]) -> dict[str, Any]:
+    """``part``, marked ``last`` only if it holds the delta's last chunk."""
+    sent = part(data, numbers)
+    if sent.get("last") and max(data["n"]) not in numbers:
+        del sent["last"]
+    return sent

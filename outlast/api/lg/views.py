@@ -42,8 +42,9 @@ def thread_json(
         del shown["response_schema"]
         interrupts[wait.interrupt_id] = [shown]
     status = lg_thread_status(thread, paused)
-    values = to_jsonable(state.values) if state is not None and state.created_at else None
-    return {
+    has_state = state is not None and bool(state.created_at)
+    values = to_jsonable(state.values) if state is not None and has_state else None
+    body: dict[str, Any] = {
         "thread_id": thread.thread_id,
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
@@ -56,6 +57,12 @@ def thread_json(
         "error": error_of(thread.run_error) if status == "error" else None,
         "interrupts": interrupts,
     }
+    if not has_state and thread.run_id is None:
+        # a thread nothing has run on yet, as LangGraph's server shows one: no config,
+        # no error or interrupts keys (they come with its first run's state)
+        body["config"] = {}
+        del body["error"], body["interrupts"]
+    return body
 
 
 def run_json(lg: LgRun, run: Run, status: str) -> dict[str, Any]:

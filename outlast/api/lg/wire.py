@@ -21,8 +21,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import AIMessageChunk
 from sse_starlette import ServerSentEvent
 
+from outlast.jsonable import to_jsonable
 from outlast.store import Event
 from outlast.vocabulary import ANSWERABLE_KINDS, EventType
 
@@ -85,8 +87,15 @@ class Wire:
     assistant_id: str
     modes: set[str]
     subgraphs: bool
+    # the messages a node returns are sent in the message modes (a run's stream; the
+    # thread stream's one id per event leaves them out)
+    returned: bool = True
     # the legacy `messages` mode's message so far, by message id
     _partial: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # ids of the messages this client was sent in a message mode (or had before its cursor)
+    _seen: set[str] = field(default_factory=set)
+    # the legacy mode's tool call chunks so far, merged by index, by message id
+    _calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def _name(self, mode: str, ns: str) -> str | None:
         if ns and not self.subgraphs:
@@ -105,9 +114,10 @@ class Wire:
             wanted = mode in self.modes or (mode == "updates" and "updates" in self.modes)
             if name is not None and wanted:
                 out.append(frame(name, self._stream_payload(mode, data), seq))
-        elif event.type == EventType.NODE_UPDATED and "updates" in self.modes:
+        elif event.type == EventType.NODE_UPDATED:
+            out.extend(self.returned_messages(data, seq))
             name = self._name("updates", data.get("ns", ""))
-            if name is not None:
+            if name is not None and "updates" in self.modes:
                 out.append(frame(name, {data.get("node"): data.get("update")}, seq))
         elif event.type == EventType.MESSAGE_DELTA:
             out.extend(self.message_frames(data, seq))
@@ -127,6 +137,7 @@ class Wire:
         """The frames of model output: a ``message.delta``, part of one, or a live chunk."""
         if not self.modes & MESSAGE_MODES:
             return []
+        self.saw(data.get("id"))
         ns = data.get("ns", "")
         name = self._name("messages", ns)
         if name is None:
@@ -136,6 +147,38 @@ class Wire:
             out.append(frame(name, self._message(data), seq))
         if "messages" in self.modes:
             out.extend(self._legacy(data, ns, seq))
+        return out
+
+    def returned_messages(self, data: dict[str, Any], seq: Any) -> list[ServerSentEvent]:
+        """The messages a node returned that no model streamed (a canned answer, a tool's
+        result), as LangGraph's message modes show them at the node's end: whole, once
+        each (``messages`` with the message, or ``messages/metadata`` then
+        ``messages/complete``). A model's reply was streamed already (``message.delta``,
+        same id) and is not sent again.
+
+        LangGraph leaves out the messages the node was given (its whole input state);
+        the log does not hold that input, so a node that returns messages it was given
+        (the whole list, say) would repeat them: the user's own messages, the most
+        likely to be returned again, are left out, and removals are never messages."""
+        if not self.returned or not self.modes & MESSAGE_MODES:
+            return []
+        ns = data.get("ns", "")
+        name = self._name("messages", ns)
+        out: list[ServerSentEvent] = []
+        for message in _returned(data.get("update")):
+            key = str(message.get("id"))
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if name is None:
+                continue
+            meta = self._meta(data)
+            if "messages-tuple" in self.modes:
+                out.append(frame(name, [message, meta], seq))
+            if "messages" in self.modes:
+                suffix = f"|{ns}" if ns else ""
+                out.append(frame(f"messages/metadata{suffix}", {key: {"metadata": meta}}, seq))
+                out.append(frame(f"messages/complete{suffix}", [message], seq))
         return out
 
     def _stream_payload(self, mode: str, data: dict[str, Any]) -> Any:
@@ -170,28 +213,43 @@ class Wire:
 
     def prime(self, event: Event) -> None:
         """A rejoin from the middle of a message: what it had said before the cursor, so
-        ``messages/partial`` goes on from there rather than from the cut."""
+        ``messages/partial`` goes on from there rather than from the cut, and the
+        messages the client was sent before it (not sent again at their node's end)."""
         if event.type == EventType.MESSAGE_DELTA:
             self.prime_data(event.data)
+        elif event.type == EventType.NODE_UPDATED:
+            self._seen.update(str(m.get("id")) for m in _returned(event.data.get("update")))
+
+    def saw(self, message_id: Any) -> None:
+        """The client has (some of) this message already: not sent again whole at its
+        node's end."""
+        self._seen.add(str(message_id))
 
     def prime_data(self, data: dict[str, Any]) -> None:
         """Model output the client has (from before the cursor, or sent live to it on an
         earlier connection), for what ``messages/partial`` says next."""
+        self.saw(data.get("id"))
         if "messages" in self.modes:
             self._accumulate(data)
 
     def _accumulate(self, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The message so far (``messages/partial`` shows a message, not a chunk: its
+        tool calls parsed from the chunks so far, merged by their index)."""
         key = str(data.get("id"))
         first = key not in self._partial
         message = self._partial.setdefault(
-            key, {**_CHUNK_DEFAULTS, "type": "ai", "id": data.get("id"), "content": ""}
+            key,
+            {
+                **{k: v for k, v in _CHUNK_DEFAULTS.items() if k != "chunk_position"},
+                "type": "ai",
+                "id": data.get("id"),
+                "content": "",
+            },
         )
         message["content"] += data.get("content", "")
         if data.get("tool_call_chunks"):
-            message["tool_call_chunks"] = [
-                *message.get("tool_call_chunks", []),
-                *data["tool_call_chunks"],
-            ]
+            calls = _merged(self._calls.setdefault(key, []), data["tool_call_chunks"])
+            message.update(_parsed(calls))
         return message, first
 
     def _legacy(self, data: dict[str, Any], ns: str, seq: Any) -> list[ServerSentEvent]:
@@ -199,19 +257,25 @@ class Wire:
         out = []
         suffix = f"|{ns}" if ns else ""
         if first:
-            meta = {str(data.get("id")): {"metadata": self._message(data)[1]}}
+            meta = {str(data.get("id")): {"metadata": self._meta(data)}}
             out.append(frame(f"messages/metadata{suffix}", meta, seq))
         out.append(frame(f"messages/partial{suffix}", [dict(message)], seq))
         return out
 
     def _message(self, data: dict[str, Any]) -> list[Any]:
+        calls = data.get("tool_call_chunks") or []
         chunk = {
             **_CHUNK_DEFAULTS,
             "content": data.get("content", ""),
             "id": data.get("id"),
-            "tool_call_chunks": data.get("tool_call_chunks") or [],
+            "tool_call_chunks": calls,
+            **_parsed(calls),
+            "chunk_position": "last" if data.get("last") else None,
         }
-        meta = {
+        return [chunk, self._meta(data)]
+
+    def _meta(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {
             "run_id": self.run_id,
             "thread_id": self.thread_id,
             "graph_id": self.graph_id,
@@ -220,4 +284,62 @@ class Wire:
             "langgraph_checkpoint_ns": data.get("ns", ""),
             "checkpoint_ns": data.get("ns", ""),
         }
-        return [chunk, meta]
+
+
+# The message types a node's update may return that its message modes show (a user's
+# message is left out: see ``Wire.returned_messages``; a removal is not a message).
+_SHOWN_TYPES = frozenset({"ai", "AIMessageChunk", "tool", "system", "chat", "function"})
+
+
+def _returned(update: Any) -> list[dict[str, Any]]:
+    """The messages in a node's update (its JSON form), where LangGraph's message
+    handler looks for them: the update itself, a list, or the values of a dict (a
+    message, or a list of them)."""
+    if isinstance(update, dict) and "type" in update and "content" in update:
+        candidates: list[Any] = [update]
+    elif isinstance(update, list):
+        candidates = update
+    elif isinstance(update, dict):
+        candidates = []
+        for value in update.values():
+            candidates.extend(value if isinstance(value, list) else [value])
+    else:
+        return []
+    return [
+        m
+        for m in candidates
+        if isinstance(m, dict) and m.get("type") in _SHOWN_TYPES and "content" in m
+    ]
+
+
+def _merged(calls: list[dict[str, Any]], more: list[Any]) -> list[dict[str, Any]]:
+    """Tool call chunks added to ``calls`` as LangChain adds message chunks: a chunk with
+    the index of one before continues it (its args appended), another starts a call."""
+    for raw in more:
+        if not isinstance(raw, dict):
+            continue
+        index = raw.get("index")
+        same = next((c for c in calls if index is not None and c.get("index") == index), None)
+        if same is None:
+            calls.append({**raw, "args": raw.get("args") or ""})
+            continue
+        same["args"] = (same.get("args") or "") + (raw.get("args") or "")
+        for field_name in ("name", "id"):
+            if not same.get(field_name) and raw.get(field_name):
+                same[field_name] = raw[field_name]
+    return calls
+
+
+def _parsed(calls: list[Any]) -> dict[str, Any]:
+    """``tool_calls`` and ``invalid_tool_calls`` of a message with these tool call chunks,
+    parsed as LangChain parses them (the arguments so far read as partial JSON)."""
+    if not calls:
+        return {"tool_calls": [], "invalid_tool_calls": []}
+    try:
+        chunk = AIMessageChunk(content="", tool_call_chunks=calls)
+    except (TypeError, ValueError):
+        return {"tool_calls": [], "invalid_tool_calls": []}
+    return {
+        "tool_calls": to_jsonable(chunk.tool_calls),
+        "invalid_tool_calls": to_jsonable(chunk.invalid_tool_calls),
+    }

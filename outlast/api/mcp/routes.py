@@ -37,13 +37,12 @@ from starlette.types import Receive, Scope, Send
 from outlast import __version__
 from outlast.api.context import AppContext
 from outlast.api.edge import ctx_of
-from outlast.api.mcp import calls, tasks
+from outlast.api.mcp import PATH, calls, tasks
 from outlast.api.mcp.targets import target_of
 from outlast.api.mcp.tools import ANSWER, RESULT, Catalog, run_id_argument
 from outlast.errors import OutlastError
 from outlast.service.handle import RunHandle, Verb
 
-PATH = "/mcp"
 _MANAGER = "mcp_sessions"  # app.state: this lifespan's session manager
 
 

@@ -140,15 +140,31 @@ class RunStore(Notifying, Protocol):
         transaction, also when it has ended already (then nothing else changes)."""
 
     @abc.abstractmethod
-    async def reap(self, limit: int = 100, grace: float = 0.0) -> list[Reaped]:
+    async def reap(
+        self,
+        limit: int = 100,
+        grace: float = 0.0,
+        *,
+        holder: str | None = None,
+        held: Sequence[str] = (),
+        durability: str = "sync",
+    ) -> list[Reaped]:
         """Up to ``limit`` runs whose worker lease expired (on database time), none
         within ``grace`` seconds of a database server's start (a lease that ran out
-        while the server was down had nobody able to renew it), each in
-        its own new epoch so the lost worker is fenced: ``queued`` again
-        (``run.requeued``; the attempt counts at the next claim), ``failed`` after
-        ``max_attempts`` (``run.failed``, error ``worker_lost``), or ``cancelled`` if it
-        was cancelling (``run.cancelled``); payload ``status``, ``reason``, ``attempts``.
-        A run that owes work at its end (compensations, a rollback) goes back to a worker
-        whatever its attempts, its ending recorded (``run.requeued``, ``queued`` or
-        ``cancelling`` with no worker). Notifies EVENTS, QUEUE, STATUS for each
-        (``store/transitions.py:reap``)."""
+        while the server was down had nobody able to renew it), and none that the
+        reaping worker ``holder`` holds and executes (``held``: it is late, not lost),
+        each in its own new epoch so the lost worker is fenced: a takeover.
+
+        An attempt that saved a step since its claim (a root graph's ``node.updated``
+        after its ``run.started``, not a recovered one; under a ``durability``, the
+        run's or else the one given, other than ``exit``) is given back (``attempts``
+        - 1) and the run is ``queued`` again (``run.requeued``, ``takeover``
+        ``lease_expired_with_progress``, ``counted`` false). One that saved none counts:
+        ``queued`` again (``lease_expired_without_progress``, ``counted`` true), or
+        ``failed`` on the last of ``max_attempts`` (``run.failed`` with ``error``; the
+        run's error ``worker_lost``, its reason a poison pill). ``cancelled`` if it was
+        cancelling (``run.cancelled``). Payload ``status``, ``reason``, ``attempts``
+        (spent, after this takeover), ``takeover``, ``counted``. A run that owes work at
+        its end (compensations, a rollback) goes back to a worker whatever its attempts,
+        its ending recorded (``run.requeued``, ``queued`` or ``cancelling`` with no
+        worker). Notifies EVENTS, QUEUE, STATUS for each (``store/transitions.py:reap``)."""

@@ -118,7 +118,8 @@ WITH picked AS (
     SET status = CASE WHEN r.status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
         worker_id = %(worker_id)s, lease_epoch = r.lease_epoch + 1,
         lease_expires_at = now() + make_interval(secs => %(ttl)s),
-        attempts = r.attempts + 1, last_seq = r.last_seq + 1, updated_at = clock_timestamp()
+        attempts = r.attempts + 1, last_seq = r.last_seq + 1, claim_seq = r.last_seq + 1,
+        updated_at = clock_timestamp()
     FROM picked WHERE r.id = picked.id
     RETURNING r.*
 ), ev AS (
@@ -250,12 +251,26 @@ FOR UPDATE;
 -- the row FOR KEY SHARE): a worker in the middle of a write is not presumed dead.
 -- Nor is one within `grace` seconds of the server's start: a lease that ran out while
 -- the server was down ran out with nobody able to renew it (store/outage.py).
+-- Nor a run the reaping worker (`holder`) holds and executes (`held`, a JSON array of
+-- ids): it is alive, only late, and renews the lease at its next heartbeat.
 SELECT * FROM outlast_runs
 WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
   AND now() > pg_postmaster_start_time() + make_interval(secs => %(grace)s)
+  AND (worker_id IS DISTINCT FROM %(holder)s::text
+       OR id::text NOT IN (SELECT jsonb_array_elements_text(%(held)s::jsonb)))
 ORDER BY lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
+
+-- name: run_progress
+-- Whether the attempt of a run (locked by the caller) saved a step since its claim: a
+-- node.updated of the root graph (a step its checkpoints keep) after its run.started,
+-- not one a resume recovered for an earlier attempt.
+SELECT EXISTS (
+    SELECT 1 FROM outlast_runs r JOIN outlast_events e ON e.run_id = r.id
+    WHERE r.id = %(run_id)s AND e.seq > r.claim_seq AND e.type = 'node.updated'
+      AND e.data ->> 'ns' = '' AND e.data -> 'recovered' IS NULL
+) AS progressed;
 
 -- name: run_apply
 -- A cold-path transition as store/transitions.py decided it, on a row the caller locked;

@@ -1,6 +1,6 @@
 -- The schema of the run store (the outlast_* tables and functions) as the migrations
 -- leave it, in one place.
--- Up to migration: 0019_thread_owner
+-- Up to migration: 0020_claim_seq
 --
 -- Documentation, not a way to build a database: `outlast migrate` (PostgresStore.migrate)
 -- applies the numbered files beside this one, to a fresh database as to an old one, so
@@ -51,6 +51,7 @@ CREATE TABLE outlast_runs (
     supervision      jsonb,  -- what the supervisor remembers between attempts (0011)
     ending           jsonb,  -- how a run owing compensations ends (0013)
     append_token     uuid,   -- the last batch of events the lease holder appended (0018)
+    claim_seq        bigint, -- the seq of the current attempt's run.started (0020)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     CONSTRAINT outlast_runs_idempotency UNIQUE (principal, idempotency_key)
 );

@@ -79,7 +79,7 @@ UPDATE outlast_runs
 SET status = CASE WHEN status = 'cancelling' THEN 'cancelling' ELSE 'running' END,
     worker_id = :worker_id, lease_epoch = lease_epoch + 1,
     lease_expires_at = (SELECT now FROM outlast_clock) + :ttl,
-    attempts = attempts + 1, last_seq = last_seq + 1,
+    attempts = attempts + 1, last_seq = last_seq + 1, claim_seq = last_seq + 1,
     updated_at = (SELECT now FROM outlast_clock)
 WHERE id IN (
     SELECT q.id FROM outlast_runs q
@@ -136,13 +136,23 @@ WHERE id = :run_id AND worker_id = :worker_id AND lease_epoch = :epoch
   AND status IN ('running', 'cancelling');
 
 -- name: run_lock_expired
--- Up to `limit` runs whose worker lease expired on database time, oldest first. (No
--- `grace` after a restart: the embedded database restarts with its process.)
+-- Up to `limit` runs whose worker lease expired on database time, oldest first, but
+-- those the reaping worker (`holder`) holds and executes (`held`, a JSON array of ids).
+-- (No `grace` after a restart: the embedded database restarts with its process.)
 SELECT * FROM outlast_runs
 WHERE status IN ('running', 'cancelling')
   AND lease_expires_at < (SELECT now FROM outlast_clock)
+  AND (worker_id IS NOT :holder OR id NOT IN (SELECT value FROM json_each(:held)))
 ORDER BY lease_expires_at
 LIMIT :limit;
+
+-- name: run_progress
+-- Whether the attempt of a run saved a step since its claim (see the Postgres query).
+SELECT EXISTS (
+    SELECT 1 FROM outlast_runs r JOIN outlast_events e ON e.run_id = r.id
+    WHERE r.id = :run_id AND e.seq > r.claim_seq AND e.type = 'node.updated'
+      AND json_extract(e.data, '$.ns') = '' AND json_extract(e.data, '$.recovered') IS NULL
+) AS progressed;
 
 -- name: run_apply
 -- A cold-path transition as store/transitions.py decided it; last_seq + 1 for its event.

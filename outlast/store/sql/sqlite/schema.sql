@@ -1,5 +1,5 @@
 -- The schema of the run store's file (outlast.db) as the migrations leave it, in one place.
--- Up to migration: 0017_ttl_strategy
+-- Up to migration: 0020_claim_seq
 --
 -- Documentation, not a way to build a database: `outlast migrate` (SqliteStore.migrate)
 -- applies the numbered files beside this one, to a fresh file as to an old one, so there
@@ -52,6 +52,7 @@ CREATE TABLE outlast_runs (
     options          TEXT,  -- what a LangGraph request sets for the execution (0009)
     supervision      TEXT,  -- what the supervisor remembers between attempts (0011)
     ending           TEXT,  -- how a run owing compensations ends (0013)
+    claim_seq        INTEGER,  -- the seq of the current attempt's run.started (0020)
     -- NULL keys never conflict, so runs without a key are unconstrained.
     UNIQUE (principal, idempotency_key)
 );
